@@ -1,0 +1,168 @@
+"""Arrow schemas of every crawl-directory table.
+
+This module is the only place a column is named: readers, writers and transforms import
+the schemas (and the column-name constants below) from here. Bump SCHEMA_VERSION when a
+change is not backwards compatible; `crawl.json` records the version a crawl was made with.
+
+Conventions
+- `fp` is the 64-bit fingerprint of the canonical URL (see transforms.urls.fingerprint),
+  stored as int64. It is the join key of every table; the URL string travels with it.
+- `host` is the politeness key: lower-case host name, plus ":port" when not the default.
+- Times are float seconds since the epoch (UTC), so a notebook can do arithmetic on them
+  without timezone surprises.
+"""
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+
+# Outcomes of a fetch, recorded in visited.outcome. A URL ends in visited exactly once,
+# with one of these; transient failures stay in the frontier until they succeed or
+# exhaust their retries (then they end as FAILED with the last reason).
+OK = "ok"                      # 2xx, body stored
+NOT_MODIFIED = "not_modified"  # 304 on a conditional re-fetch
+REDIRECT = "redirect"          # 3xx; the target is a new URL (recorded in redirect_to)
+HTTP_ERROR = "http_error"      # permanent 4xx (404, 410, ...)
+ROBOTS_DENIED = "robots_denied"
+FORBIDDEN_ADDRESS = "forbidden_address"
+TOO_MANY_REDIRECTS = "too_many_redirects"
+FAILED = "failed"              # transient failure after --max_retries
+DUPLICATE = "duplicate"        # fetched, content already seen (links not expanded)
+OUTCOMES = (OK, NOT_MODIFIED, REDIRECT, HTTP_ERROR, ROBOTS_DENIED, FORBIDDEN_ADDRESS,
+            TOO_MANY_REDIRECTS, FAILED, DUPLICATE)
+
+# How a URL entered the frontier.
+SOURCE_SEED = "seed"
+SOURCE_LINK = "link"
+SOURCE_REDIRECT = "redirect"
+SOURCE_SITEMAP = "sitemap"
+
+FRONTIER = pa.schema([
+    ("fp", pa.int64()),
+    ("url", pa.string()),
+    ("host", pa.string()),
+    ("depth", pa.int32()),              # link distance from the nearest seed
+    ("score", pa.float64()),            # strategy score: generate sorts by it, descending
+    ("discovered_round", pa.int32()),
+    ("source", pa.string()),            # seed / link / redirect / sitemap
+    ("first_parent", pa.string()),      # URL of the first page seen linking here (null for seeds)
+    ("inlinks", pa.int64()),            # distinct known pages linking here
+    ("anchors", pa.list_(pa.string())), # up to MAX_ANCHORS anchor texts, first seen first
+    ("retries", pa.int32()),            # transient failures so far
+    ("not_before", pa.float64()),       # do not fetch before this time (backoff); 0 = now
+    ("last_error", pa.string()),        # reason of the last transient failure
+    ("cash", pa.float64()),             # OPIC cash (strategies/opic); 0 when unused
+    ("history", pa.float64()),          # OPIC history
+    ("lastmod", pa.float64()),          # sitemap lastmod if known, else null
+])
+
+VISITED = pa.schema([
+    ("fp", pa.int64()),
+    ("url", pa.string()),
+    ("host", pa.string()),
+    ("depth", pa.int32()),
+    ("round", pa.int32()),              # round that fetched it
+    ("discovered_round", pa.int32()),
+    ("fetch_time", pa.float64()),       # start of the request
+    ("outcome", pa.string()),           # one of OUTCOMES
+    ("reason", pa.string()),            # human-readable detail for non-ok outcomes
+    ("http_status", pa.int32()),        # null when no response (network error, robots, ...)
+    ("content_type", pa.string()),      # media type without parameters
+    ("charset", pa.string()),
+    ("bytes", pa.int64()),              # body bytes received (after decoding)
+    ("truncated", pa.bool_()),          # body hit the size cap
+    ("elapsed_ms", pa.float64()),
+    ("redirect_to", pa.string()),       # absolute canonical target of a 3xx / meta refresh
+    ("etag", pa.string()),
+    ("last_modified", pa.string()),
+    ("content_fp", pa.int64()),         # fingerprint of the body (exact duplicates)
+    ("text_fp", pa.int64()),            # fingerprint of the extracted text
+    ("duplicate_of", pa.string()),      # first URL with the same content, if any
+    ("canonical", pa.string()),         # rel=canonical target, recorded not followed
+    ("meta_robots", pa.string()),       # e.g. "noindex,nofollow" from meta / X-Robots-Tag
+    ("title", pa.string()),
+    ("outlinks", pa.int32()),           # links extracted (before filtering)
+    ("retries", pa.int32()),
+    ("first_parent", pa.string()),
+])
+
+LINKS = pa.schema([
+    ("src_fp", pa.int64()),
+    ("dst_fp", pa.int64()),
+    ("src", pa.string()),
+    ("dst", pa.string()),
+    ("anchor", pa.string()),
+    ("round", pa.int32()),
+])
+
+PAGES = pa.schema([
+    ("fp", pa.int64()),
+    ("url", pa.string()),
+    ("round", pa.int32()),
+    ("content_type", pa.string()),
+    ("body", pa.binary()),
+])
+
+HOSTS = pa.schema([
+    ("host", pa.string()),
+    ("robots_status", pa.int32()),       # HTTP status of robots.txt; null on network error
+    ("robots_state", pa.string()),       # parsed / allow_all / disallow_all
+    ("robots_body", pa.string()),        # first 500 KiB of robots.txt as text
+    ("robots_fetched_at", pa.float64()), # cache time: refetched after robots_ttl
+    ("crawl_delay", pa.float64()),       # seconds, after the --max_crawl_delay cap
+    ("sitemaps", pa.list_(pa.string())),
+    ("address", pa.string()),            # last resolved address
+    ("fetches", pa.int64()),             # cumulative requests made to the host
+    ("errors", pa.int64()),              # cumulative failed requests
+    ("consecutive_failures", pa.int32()),
+    ("last_error", pa.string()),
+    ("last_fetch_time", pa.float64()),
+])
+
+# Filtered URLs are recorded with their reason so "every URL ever discovered is in exactly
+# one of visited or frontier, or recorded as filtered" holds.
+FILTERED = pa.schema([
+    ("fp", pa.int64()),
+    ("url", pa.string()),
+    ("reason", pa.string()),
+    ("round", pa.int32()),
+    ("first_parent", pa.string()),
+])
+
+MAX_ANCHORS = 8
+
+TABLES = {
+    "frontier": FRONTIER,
+    "visited": VISITED,
+    "links": LINKS,
+    "pages": PAGES,
+    "hosts": HOSTS,
+    "filtered": FILTERED,
+}
+
+
+def empty(schema: pa.Schema) -> pa.Table:
+    """An empty table of `schema` (for rounds that produce no rows of a kind)."""
+    return schema.empty_table()
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` with exactly `schema`'s columns, in order; missing nullable columns as nulls.
+
+    Raises ValueError naming the columns that are missing or cannot be cast, so a
+    wrong-schema file is reported instead of silently corrupting state.
+    """
+    columns = []
+    for field in schema:
+        if field.name in table.column_names:
+            col = table.column(field.name)
+            if not col.type.equals(field.type):
+                try:
+                    col = col.cast(field.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                    raise ValueError(
+                        f"column {field.name!r} has type {col.type}, expected {field.type}: {e}"
+                    ) from e
+            columns.append(col)
+        else:
+            columns.append(pa.nulls(table.num_rows, field.type))
+    return pa.Table.from_arrays(columns, schema=schema)
