@@ -53,6 +53,7 @@ FRONTIER = pa.schema([
     ("cash", pa.float64()),             # OPIC cash (strategies/opic); 0 when unused
     ("history", pa.float64()),          # OPIC history
     ("lastmod", pa.float64()),          # sitemap lastmod if known, else null
+    ("redirects", pa.int32()),          # redirect hops that led here (source=redirect)
 ])
 
 VISITED = pa.schema([
