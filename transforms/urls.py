@@ -1,0 +1,432 @@
+"""URL canonicalisation, resolution, fingerprints and scope filtering (pure functions, no Beam).
+
+Every URL that enters crawl state goes through `normalize` (seeds, redirects) or `resolve`
+(links found in pages), so two spellings of one resource get one fingerprint.
+
+Parsing is WHATWG URL parsing (what browsers do), by ada (`ada-url`), called through its C
+API directly: one parse per URL, no Python URL objects. On top of the WHATWG serialisation,
+the canonical form is stricter (all deliberate, all idempotent):
+
+- only http and https URLs are kept; anything else is None;
+- the fragment is dropped (it never reaches the server);
+- userinfo (``user:pass@``) is dropped: credentials must not be stored in crawl tables or
+  replayed to servers, and ``http://u@h/`` is the same resource as ``http://h/`` in practice;
+- an empty query (a bare ``?``) is dropped;
+- percent-escapes in path and query get upper-case hex, and escapes of unreserved characters
+  (``A-Z a-z 0-9 - . _ ~``, RFC 3986 section 6.2.2.2) are decoded: ``%7e`` -> ``~``,
+  ``%2f`` -> ``%2F``. Reserved characters stay encoded; a ``%`` not followed by two hex
+  digits is left as it is (as browsers send it).
+
+What WHATWG already gives: lower-case scheme and host, IDNA (UTS #46) to punycode,
+IPv4/IPv6 canonical forms, default port dropped, ``.``/``..`` segments removed (including
+``%2e`` forms), backslashes as slashes for http(s), empty path -> ``/``, characters outside
+the path/query percent-encode sets encoded, leading/trailing C0+space and embedded tab/CR/LF
+stripped. The query is kept byte for byte otherwise (parameter order kept, nothing sorted or
+removed). A host's trailing dot (``example.com.``) is kept, as WHATWG does.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from hashlib import blake2b
+from typing import Iterable, Sequence
+
+import numpy as np
+from ada_url._ada_wrapper import ffi as _ffi, lib as _lib
+
+__all__ = [
+    "normalize", "resolve", "resolve_many", "classify", "fingerprint", "fingerprints",
+    "host_key", "UrlFilter", "REASONS", "DEFAULT_DENY_EXTENSIONS",
+]
+
+# --------------------------------------------------------------------------------------
+# ada C API, bound once (attribute lookups on cffi's lib are not free).
+_parse = _lib.ada_parse
+_parse_with_base = _lib.ada_parse_with_base
+_is_valid = _lib.ada_is_valid
+_free = _lib.ada_free
+_scheme_type = _lib.ada_get_scheme_type
+_components = _lib.ada_get_components
+_get_href = _lib.ada_get_href
+_get_protocol = _lib.ada_get_protocol
+_unpack = _ffi.unpack
+_OMITTED = 0xFFFFFFFF
+_HTTP, _HTTPS = 0, 2  # ada SchemeType values
+
+# %xx -> replacement, for every case spelling of every byte.
+_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_PCT: dict[str, str] = {}
+for _b in range(256):
+    _rep = chr(_b) if _b in _UNRESERVED else "%%%02X" % _b
+    _hx = "%02x" % _b
+    for _k in {_hx, _hx.upper(), _hx[0].upper() + _hx[1], _hx[0] + _hx[1].upper()}:
+        _PCT[_k] = _rep
+del _b, _rep, _hx, _k
+
+
+def _fix_percent(s: str) -> str:
+    """Upper-case percent-escapes and decode unreserved ones (caller checked '%' in s)."""
+    parts = s.split("%")
+    out = [parts[0]]
+    pct = _PCT
+    for p in parts[1:]:
+        rep = pct.get(p[:2])
+        if rep is None:
+            out.append("%")
+            out.append(p)
+        else:
+            out.append(rep)
+            out.append(p[2:])
+    return "".join(out)
+
+
+def _canonical(u) -> str | None:
+    """Canonical string of a valid parsed http(s) ada URL `u` (not freed here)."""
+    s = _get_href(u)
+    href = _unpack(s.data, s.length).decode("ascii", "replace")  # WHATWG http(s) hrefs are ASCII
+    c = _components(u)
+    end = c.hash_start
+    if end == _OMITTED:
+        end = len(href)
+    host_start = c.host_start
+    pathname_start = c.pathname_start
+    search = c.search_start
+    if search != _OMITTED and search == end - 1:
+        end = search  # bare '?'
+    if href[host_start] == "@":  # userinfo present: drop it
+        authority = href[host_start + 1:pathname_start]
+        if not authority or authority[0] == ":":
+            return None
+        rest = href[pathname_start:end]
+        if "%" in rest:
+            rest = _fix_percent(rest)
+        return href[:c.protocol_end] + "//" + authority + rest
+    if "%" in href[pathname_start:end]:
+        return href[:pathname_start] + _fix_percent(href[pathname_start:end])
+    if end != len(href):
+        return href[:end]
+    return href
+
+
+def normalize(url: str) -> str | None:
+    """Canonical form of an absolute URL, or None if it is not http(s) or not parseable.
+
+    See the module docstring for the rules. Idempotent: ``normalize(normalize(u)) ==
+    normalize(u)``.
+    """
+    try:
+        b = _encode(url)
+    except AttributeError:  # not a str
+        return None
+    u = _parse(b, len(b))
+    try:
+        if not _is_valid(u):
+            return None
+        st = _scheme_type(u)
+        if st != _HTTP and st != _HTTPS:
+            return None
+        return _canonical(u)
+    finally:
+        _free(u)
+
+
+def _encode(s: str) -> bytes:
+    try:
+        return s.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates -> U+FFFD, as a browser's USVString does
+        return s.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace").encode("utf-8")
+
+
+def _parse_rel(b: bytes, bb: bytes):
+    """ada URL of `b` against base `bb`; if that fails (e.g. the base itself is invalid),
+    `b` parsed on its own, so absolute links still resolve. Caller frees."""
+    u = _parse_with_base(b, len(b), bb, len(bb))
+    if _is_valid(u):
+        return u
+    _free(u)
+    return _parse(b, len(b))
+
+
+def classify(base: str | bytes, href: str) -> tuple[str | None, str | None]:
+    """(canonical URL, None) for a link resolving to http(s), else (None, reason) with reason
+    one of 'javascript', 'mailto', 'other_scheme', 'invalid'. `base` may be pre-encoded bytes."""
+    if type(base) is str:
+        base = _encode(base)
+    u = _parse_rel(_encode(href), base)
+    try:
+        if not _is_valid(u):
+            return None, "invalid"
+        st = _scheme_type(u)
+        if st == _HTTP or st == _HTTPS:
+            c = _canonical(u)
+            return (c, None) if c is not None else (None, "invalid")
+        p = _get_protocol(u)
+        proto = _unpack(p.data, p.length)
+        if proto == b"javascript:":
+            return None, "javascript"
+        if proto == b"mailto:":
+            return None, "mailto"
+        return None, "other_scheme"
+    finally:
+        _free(u)
+
+
+def resolve(base: str, href: str) -> str | None:
+    """`href` resolved against `base` as a browser does (WHATWG), then normalize()d.
+
+    None for non-http(s) results (javascript:, mailto:, data:, tel:, ...) or unparseable
+    input. Leading/trailing C0 controls and spaces and embedded tab/CR/LF are stripped, as
+    browsers do. If `base` is not a valid URL, only absolute hrefs resolve.
+    """
+    u = _parse_rel(_encode(href), _encode(base))
+    try:
+        if not _is_valid(u):
+            return None
+        st = _scheme_type(u)
+        if st != _HTTP and st != _HTTPS:
+            return None
+        return _canonical(u)
+    finally:
+        _free(u)
+
+
+def resolve_many(base: str, hrefs: Iterable[str]) -> list[str | None]:
+    """[resolve(base, h) for h in hrefs], with the base encoded once."""
+    bb = _encode(base)
+    out = []
+    append = out.append
+    for h in hrefs:
+        u = _parse_rel(_encode(h), bb)
+        try:
+            if not _is_valid(u):
+                append(None)
+                continue
+            st = _scheme_type(u)
+            append(_canonical(u) if st == _HTTP or st == _HTTPS else None)
+        finally:
+            _free(u)
+    return out
+
+
+# --------------------------------------------------------------------------------------
+def fingerprint(canonical_url: str) -> int:
+    """Signed 64-bit fingerprint: blake2b(digest_size=8) of the UTF-8 URL, little-endian."""
+    return int.from_bytes(
+        blake2b(canonical_url.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+        "little", signed=True)
+
+
+def fingerprints(urls: Sequence[str]) -> np.ndarray:
+    """int64 array: fingerprint() of each URL, in order."""
+    digests = b"".join([blake2b(u.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+                        for u in urls])
+    return np.frombuffer(digests, dtype="<i8").astype(np.int64, copy=False)
+
+
+_DEFAULT_PORT_SUFFIX = {7: ":80", 8: ":443"}
+# What a canonical authority looks like (lower-case domain/IPv4 or IPv6 literal, optional
+# port without leading zeros); anything else goes through normalize().
+_CANON_AUTHORITY = re.compile(
+    r"(?:[a-z0-9\-._~!$&'()*+,;=]+|\[[0-9a-f:.]+\])(?::[1-9][0-9]{0,4})?").fullmatch
+
+
+def host_key(canonical_url: str) -> str:
+    """Politeness key of a canonical URL: lower-case host name, plus ':port' when the port
+    is not the scheme default (the canonical form has already dropped a default port).
+
+    Meant for canonical URLs (a string slice then). An authority that is visibly not
+    canonical (upper case, userinfo, default port, ...) is normalized first; '' if the URL
+    is not http(s).
+    """
+    if canonical_url.startswith("https://"):
+        start = 8
+    elif canonical_url.startswith("http://"):
+        start = 7
+    else:
+        start = -1
+    if start > 0:
+        end = canonical_url.find("/", start)
+        if end > start:
+            hk = canonical_url[start:end]
+            if _CANON_AUTHORITY(hk) and not hk.endswith(_DEFAULT_PORT_SUFFIX[start]):
+                return hk
+    n = normalize(canonical_url)
+    if n is None:
+        return ""
+    start = 8 if n[4] == "s" else 7
+    return n[start:n.index("/", start)]
+
+
+# --------------------------------------------------------------------------------------
+REASONS = ('url_too_long', 'host_not_allowed', 'domain_not_allowed', 'regex_not_allowed',
+           'regex_deny', 'extension', 'depth')
+
+# Path suffixes of resources that are not pages worth parsing for links: styles, scripts,
+# fonts, images, audio, video, archives, executables/packages, disk images. Documents
+# (html, php, asp, pdf, doc, xls, ppt, txt, xml, json ...) are NOT listed.
+DEFAULT_DENY_EXTENSIONS: tuple[str, ...] = (
+    # styles, scripts, source maps, web assembly
+    "css", "js", "mjs", "map", "wasm",
+    # fonts
+    "woff", "woff2", "ttf", "otf", "eot",
+    # images
+    "png", "jpg", "jpeg", "jpe", "gif", "bmp", "ico", "svg", "svgz", "webp", "avif", "tif",
+    "tiff", "psd", "heic", "raw", "cr2", "nef",
+    # audio
+    "mp3", "wav", "ogg", "oga", "flac", "aac", "m4a", "wma", "mid", "midi", "ra", "opus",
+    # video
+    "mp4", "m4v", "webm", "avi", "mov", "wmv", "flv", "mkv", "mpg", "mpeg", "3gp", "ogv",
+    "swf", "m3u8", "ts",
+    # archives and compressed files
+    "zip", "gz", "tgz", "bz2", "tbz", "xz", "txz", "7z", "rar", "tar", "zst", "lz", "lzma",
+    "z", "cab",
+    # executables, packages, disk images
+    "exe", "msi", "dll", "bin", "dmg", "iso", "img", "apk", "deb", "rpm", "jar", "pkg",
+    "appimage", "so",
+)
+
+
+@dataclass(frozen=True)
+class UrlFilter:
+    """Scope and quality filter applied to canonical URLs before they enter the frontier.
+
+    Rules are checked in REASONS order and the first failing rule's code is returned:
+    ``url_too_long`` (len > max_url_length), ``host_not_allowed`` (allow_hosts given and the
+    host is not one of them), ``domain_not_allowed`` (allow_domains given and the host is
+    neither one of them nor a subdomain of one), ``regex_not_allowed`` (url_regex_allow given
+    and no pattern re.search-matches), ``regex_deny`` (a url_regex_deny pattern matches),
+    ``extension`` (the last path segment ends in ``.<ext>`` with ext in deny_extensions,
+    case-insensitive; the query is not looked at), ``depth`` (depth > max_depth).
+
+    Host names in allow_hosts/allow_domains are compared lower-case, IDNA-encoded, without
+    port; a leading '.' on a domain is ignored. Plain fields only, so it pickles; compiled
+    state is rebuilt after unpickling.
+    """
+    allow_hosts: tuple[str, ...] = ()
+    allow_domains: tuple[str, ...] = ()
+    url_regex_allow: tuple[str, ...] = ()
+    url_regex_deny: tuple[str, ...] = ()
+    deny_extensions: tuple[str, ...] = DEFAULT_DENY_EXTENSIONS
+    max_url_length: int = 2048
+    max_depth: int | None = None
+    _c: tuple = field(default=(), init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self):
+        for name in ("allow_hosts", "allow_domains", "url_regex_allow", "url_regex_deny",
+                     "deny_extensions"):
+            v = getattr(self, name)
+            if isinstance(v, str):
+                v = (v,)
+            object.__setattr__(self, name, tuple(v))
+        self._compile()
+
+    def _compile(self):
+        hosts = frozenset(_host_label(h) for h in self.allow_hosts) or None
+        domains = frozenset(_host_label(d.lstrip(".")) for d in self.allow_domains) or None
+        allow = tuple(re.compile(p) for p in self.url_regex_allow)
+        deny = tuple(re.compile(p) for p in self.url_regex_deny)
+        exts = frozenset(e.lower().lstrip(".") for e in self.deny_extensions)
+        object.__setattr__(self, "_c", (hosts, domains, allow, deny, exts))
+
+    def __getstate__(self):
+        return {k: getattr(self, k) for k in
+                ("allow_hosts", "allow_domains", "url_regex_allow", "url_regex_deny",
+                 "deny_extensions", "max_url_length", "max_depth")}
+
+    def __setstate__(self, state):
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+        self._compile()
+
+    def reason(self, url: str, depth: int = 0) -> str | None:
+        """None if `url` (canonical) at link depth `depth` is kept, else its REASONS code."""
+        hosts, domains, allow, deny, exts = self._c
+        if len(url) > self.max_url_length:
+            return "url_too_long"
+        if hosts is not None or domains is not None:
+            host = _hostname(url)
+            if hosts is not None and host not in hosts:
+                return "host_not_allowed"
+            if domains is not None and not _in_domains(host, domains):
+                return "domain_not_allowed"
+        if allow and not any(p.search(url) for p in allow):
+            return "regex_not_allowed"
+        if deny and any(p.search(url) for p in deny):
+            return "regex_deny"
+        if exts and _extension(url) in exts:
+            return "extension"
+        if self.max_depth is not None and depth is not None and depth > self.max_depth:
+            return "depth"
+        return None
+
+    def reasons(self, urls: Sequence[str], depths=None) -> list[str | None]:
+        """[reason(u, d) for u, d in zip(urls, depths)]; `depths` may be None (all 0), an
+        int (same for all) or a sequence / numpy array as long as `urls`."""
+        n = len(urls)
+        if depths is None or isinstance(depths, (int, np.integer)):
+            depths = [0 if depths is None else int(depths)] * n
+        elif len(depths) != n:
+            raise ValueError(f"{n} urls but {len(depths)} depths")
+        reason = self.reason
+        return [reason(u, d) for u, d in zip(urls, depths)]
+
+
+def _host_label(h: str) -> str:
+    h = h.strip().lower().rstrip("/")
+    if not h.isascii():
+        try:
+            h = _idna_ascii(h)
+        except Exception:
+            pass
+    return h
+
+
+def _idna_ascii(h: str) -> str:
+    b = h.encode("utf-8")
+    s = _lib.ada_idna_to_ascii(b, len(b))
+    try:
+        out = _unpack(s.data, s.length).decode("ascii")
+    finally:
+        _lib.ada_free_owned_string(s)
+    return out or h
+
+
+def _hostname(url: str) -> str:
+    """Host name (no port) of a canonical http(s) URL."""
+    start = url.find("//") + 2
+    end = url.find("/", start)
+    hp = url[start:] if end < 0 else url[start:end]
+    if hp[:1] == "[":  # IPv6 literal
+        return hp[:hp.find("]") + 1]
+    i = hp.rfind(":")
+    return hp if i < 0 else hp[:i]
+
+
+def _in_domains(host: str, domains: frozenset) -> bool:
+    if host in domains:
+        return True
+    i = host.find(".")
+    while i >= 0:
+        if host[i + 1:] in domains:
+            return True
+        i = host.find(".", i + 1)
+    return False
+
+
+def _extension(url: str) -> str:
+    """Lower-case extension of the last path segment of a canonical URL, '' if none."""
+    start = url.find("//") + 2
+    pstart = url.find("/", start)
+    if pstart < 0:
+        return ""
+    q = url.find("?", pstart)
+    path = url[pstart:] if q < 0 else url[pstart:q]
+    seg = path[path.rfind("/") + 1:]
+    dot = seg.rfind(".")
+    if dot < 0:
+        return ""
+    ext = seg[dot + 1:]
+    semi = ext.find(";")  # /a.png;jsessionid=...
+    if semi >= 0:
+        ext = ext[:semi]
+    return ext.lower()
