@@ -1,0 +1,214 @@
+"""The crawl directory: committed rounds, table views, and the commit protocol.
+
+Every read and write goes through Beam's `FileSystems`, so a crawl directory can live on
+a local disk or on gs://, s3://, hdfs://. Layout (see DESIGN.md):
+
+    CRAWL/crawl.json
+    CRAWL/rounds/000007/{frontier,visited,links,pages,hosts,filtered}/*.parquet
+    CRAWL/rounds/000007/report.json
+    CRAWL/rounds/000007/_COMMITTED        written last; a round without it does not exist
+
+Table kinds
+- snapshot tables (frontier, hosts): a round holds the full table; the view of round N is
+  round N's files.
+- delta tables (visited, links, pages, filtered): a round holds only the rows it added; the
+  view of round N is the union of the deltas of rounds 0..N. (A compaction that folds old
+  deltas into one full snapshot would mark the folder with `_FULL`; the view then starts
+  there. Readers need no change for it: `table_files` already stops at a `_FULL` folder.)
+"""
+import io
+import json
+import posixpath
+import re
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+
+from schemas import tables
+
+SNAPSHOT_TABLES = ("frontier", "hosts")
+DELTA_TABLES = ("visited", "links", "pages", "filtered")
+COMMITTED = "_COMMITTED"
+FULL_MARKER = "_FULL"
+CRAWL_JSON = "crawl.json"
+REPORT_JSON = "report.json"
+_ROUND_RE = re.compile(r"/rounds/(\d{6})/" + COMMITTED + "$")
+
+
+class CrawlStateError(Exception):
+    """The crawl directory is missing, damaged, or not what this version can read."""
+
+
+def _join(*parts):
+    return FileSystems.join(*parts) if "://" in parts[0] else posixpath.join(*parts)
+
+
+def _read_text(path):
+    with FileSystems.open(path) as f:
+        return f.read().decode("utf-8")
+
+
+def _write_text(path, text):
+    with FileSystems.create(path) as f:
+        f.write(text.encode("utf-8"))
+
+
+def _match(pattern):
+    try:
+        return [m.path for m in FileSystems.match([pattern])[0].metadata_list]
+    except Exception:  # BeamIOError when nothing matches on some filesystems
+        return []
+
+
+class CrawlDir:
+    """A crawl directory. Cheap to construct and picklable (it holds only the path)."""
+
+    def __init__(self, path: str):
+        self.path = path.rstrip("/") if len(path) > 1 else path
+
+    # ---- layout -------------------------------------------------------------------------
+    def round_dir(self, n: int) -> str:
+        return _join(self.path, "rounds", f"{n:06d}")
+
+    def table_dir(self, n: int, table: str) -> str:
+        return _join(self.round_dir(n), table)
+
+    def table_prefix(self, n: int, table: str) -> str:
+        """File prefix for Beam's Parquet sink: shards become part-SSSSS-of-NNNNN.parquet."""
+        return _join(self.table_dir(n, table), "part")
+
+    # ---- crawl.json ---------------------------------------------------------------------
+    def exists(self) -> bool:
+        return FileSystems.exists(_join(self.path, CRAWL_JSON))
+
+    def read_config(self) -> dict:
+        path = _join(self.path, CRAWL_JSON)
+        if not FileSystems.exists(path):
+            raise CrawlStateError(
+                f"{path} does not exist: {self.path} is not a crawl directory. "
+                f"Create one with `python -m pipelines.inject --crawl_dir {self.path} --seed URL`.")
+        try:
+            config = json.loads(_read_text(path))
+        except (ValueError, UnicodeDecodeError) as e:
+            raise CrawlStateError(f"{path} is not valid JSON ({e}); restore it from a backup "
+                                  "or start a new crawl directory.") from e
+        version = config.get("schema_version")
+        if version != tables.SCHEMA_VERSION:
+            raise CrawlStateError(
+                f"{path} has schema_version {version!r}; this beamcrawl reads version "
+                f"{tables.SCHEMA_VERSION}. Use a matching beamcrawl release.")
+        return config
+
+    def write_config(self, config: dict) -> None:
+        config = dict(config, schema_version=tables.SCHEMA_VERSION)
+        _write_text(_join(self.path, CRAWL_JSON), json.dumps(config, indent=2, sort_keys=True))
+
+    # ---- rounds -------------------------------------------------------------------------
+    def committed_rounds(self) -> list:
+        paths = _match(_join(self.path, "rounds", "*", COMMITTED))
+        rounds = []
+        for p in paths:
+            m = _ROUND_RE.search(p.replace("\\", "/"))
+            if m:
+                rounds.append(int(m.group(1)))
+        return sorted(rounds)
+
+    def last_committed(self):
+        rounds = self.committed_rounds()
+        return rounds[-1] if rounds else None
+
+    def is_committed(self, n: int) -> bool:
+        return FileSystems.exists(_join(self.round_dir(n), COMMITTED))
+
+    def discard_uncommitted(self, n: int) -> bool:
+        """Delete round n's partial output left by a crashed run. Returns True if any existed."""
+        if self.is_committed(n):
+            raise CrawlStateError(f"round {n} of {self.path} is committed; refusing to delete it.")
+        d = self.round_dir(n)
+        if FileSystems.exists(d) or _match(_join(d, "*")):
+            FileSystems.delete([d])
+            return True
+        return False
+
+    def commit(self, n: int, report: dict) -> None:
+        """Write report.json, then the _COMMITTED marker: the round exists from that moment."""
+        _write_text(_join(self.round_dir(n), REPORT_JSON), json.dumps(report, indent=2, sort_keys=True))
+        _write_text(_join(self.round_dir(n), COMMITTED), "")
+
+    def write_json(self, n: int, name: str, obj) -> None:
+        _write_text(_join(self.round_dir(n), name), json.dumps(obj, indent=2, sort_keys=True))
+
+    def read_report(self, n: int) -> dict:
+        path = _join(self.round_dir(n), REPORT_JSON)
+        try:
+            return json.loads(_read_text(path))
+        except Exception as e:
+            raise CrawlStateError(f"{path} is missing or not valid JSON ({e}). The round is "
+                                  "committed but its report is damaged; restore it from a backup.") from e
+
+    # ---- table views --------------------------------------------------------------------
+    def table_files(self, table: str, upto: int) -> list:
+        """The Parquet files whose union is `table` as of committed round `upto`."""
+        if table in SNAPSHOT_TABLES:
+            rounds = [upto]
+        elif table in DELTA_TABLES:
+            rounds = []
+            for n in reversed([r for r in self.committed_rounds() if r <= upto]):
+                rounds.append(n)
+                if FileSystems.exists(_join(self.table_dir(n, table), FULL_MARKER)):
+                    break
+        else:
+            raise ValueError(f"unknown table {table!r}")
+        files = []
+        for n in sorted(rounds):
+            files.extend(sorted(_match(_join(self.table_dir(n, table), "*.parquet"))))
+        return files
+
+    def validate_files(self, table: str, files: list) -> int:
+        """Check every file's footer against the table schema; return the total row count.
+
+        A missing, truncated or wrong-schema file raises CrawlStateError naming the file and
+        what to do, before any pipeline runs and before anything is written.
+        """
+        schema = tables.TABLES[table]
+        rows = 0
+        for path in files:
+            try:
+                with FileSystems.open(path) as f:  # reads only the footer
+                    pf = pq.ParquetFile(f)
+                    file_schema = pf.schema_arrow
+                    rows += pf.metadata.num_rows
+            except Exception as e:
+                raise CrawlStateError(
+                    f"{path}: cannot read this Parquet file of table {table!r} ({type(e).__name__}: {e}). "
+                    f"It is missing or damaged (truncated?). Restore it from a backup, or delete "
+                    f"the round folder {posixpath.dirname(posixpath.dirname(path))} and its "
+                    f"later rounds to resume from the round before.") from e
+            problems = []
+            for field in schema:
+                if field.name not in file_schema.names:
+                    problems.append(f"missing column {field.name!r}")
+                elif not file_schema.field(field.name).type.equals(field.type):
+                    problems.append(f"column {field.name!r} is {file_schema.field(field.name).type}, "
+                                    f"expected {field.type}")
+            if problems:
+                raise CrawlStateError(
+                    f"{path}: wrong schema for table {table!r}: {'; '.join(problems)}. This file was "
+                    f"not written by this beamcrawl version (schema {tables.SCHEMA_VERSION}); "
+                    f"restore the original file or start a new crawl directory.")
+        return rows
+
+    def read_table(self, table: str, upto: int, columns=None) -> pa.Table:
+        """The whole view of `table` as one Arrow table (for reports, notebooks and tests)."""
+        files = self.table_files(table, upto)
+        parts = []
+        for path in files:
+            with FileSystems.open(path) as f:
+                parts.append(pq.read_table(io.BytesIO(f.read()), columns=columns))
+        schema = tables.TABLES[table]
+        if columns:
+            schema = pa.schema([schema.field(c) for c in columns])
+        if not parts:
+            return schema.empty_table()
+        return pa.concat_tables([tables.conform(p, schema) for p in parts])

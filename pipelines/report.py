@@ -1,0 +1,123 @@
+"""Round reports: counters, the five page sets, and a printed summary.
+
+    python -m pipelines.report --crawl_dir D [--round N] [--ground_truth DIR]
+
+The round pipeline writes exact counters to rounds/N/stats.json (summed inside the
+pipeline, so they hold on every runner); the driver adds wall time and the page sets and
+commits them as report.json. The five sets follow the client's texts: downloaded,
+expired (0 until recrawling exists), pending (the URLs the next round's fetch list would
+take with this round's settings), knowable (known but not scheduled: the rest of the
+frontier), and unknowable (only with a ground truth: pages of the web not yet known).
+"""
+import argparse
+import json
+import sys
+
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines.crawldir import CrawlDir, CrawlStateError
+
+STATS_JSON = "stats.json"
+
+
+def _read_stats(crawl, n):
+    path = crawl.round_dir(n) + "/" + STATS_JSON
+    if not FileSystems.exists(path):
+        return {}
+    with FileSystems.open(path) as f:
+        return json.loads(f.read().decode("utf-8"))
+
+
+def round_report(crawl, round_no, prev, settings, started, ended):
+    stats = _read_stats(crawl, round_no)
+    prev_report = crawl.read_report(prev) if prev is not None else {}
+    prev_sets = prev_report.get("page_sets", {})
+    visited = int(stats.get("visited", 0))
+    frontier = int(stats.get("frontier_rows", 0))
+    pending = int(stats.get("pending", 0))
+    wall = max(ended - started, 1e-9)
+    filtered = {k[len("filtered_"):]: v for k, v in stats.items() if k.startswith("filtered_")}
+    by_status = {k[len("status_"):]: v for k, v in stats.items() if k.startswith("status_")}
+    outcomes = {k[len("outcome_"):]: v for k, v in stats.items() if k.startswith("outcome_")}
+    return {
+        "round": round_no,
+        "strategy": settings.get("strategy"),
+        "fetched": visited + int(stats.get("retried", 0)),
+        "visited": visited,
+        "outcomes": outcomes,
+        "by_status_class": by_status,
+        "bytes": int(stats.get("bytes", 0)),
+        "new_urls": int(stats.get("new_urls", 0)),
+        "links_to_seen": int(stats.get("links_to_seen", 0)),
+        "duplicates": int(outcomes.get("duplicate", 0)),
+        "filtered_by_reason": filtered,
+        "wall_seconds": round(wall, 3),
+        "pages_per_second": round(visited / wall, 2),
+        "page_sets": {
+            "downloaded": int(prev_sets.get("downloaded", 0)) + visited,
+            "expired": 0,
+            "pending": pending,
+            "knowable": max(frontier - pending, 0),
+            "unknowable": None,
+        },
+        "frontier_size": frontier,
+        "stats": stats,
+    }
+
+
+def summary(report):
+    s = report["page_sets"]
+    lines = [
+        f"round {report['round']}: visited {report['visited']} "
+        f"({', '.join(f'{k} {v}' for k, v in sorted(report['by_status_class'].items())) or 'none'}), "
+        f"{report['bytes']} bytes, {report['new_urls']} new URLs, "
+        f"{report['wall_seconds']} s, {report['pages_per_second']} pages/s",
+        f"  outcomes: {', '.join(f'{k} {v}' for k, v in sorted(report['outcomes'].items())) or 'none'}",
+        f"  filtered: {', '.join(f'{k} {v}' for k, v in sorted(report['filtered_by_reason'].items())) or 'none'}",
+        f"  page sets: downloaded {s['downloaded']}, expired {s['expired']}, pending {s['pending']}, "
+        f"knowable {s['knowable']}"
+        + (f", unknowable {s['unknowable']}" if s.get("unknowable") is not None else ""),
+    ]
+    return "\n".join(lines)
+
+
+def with_ground_truth(crawl, report, truth_dir):
+    """Fill `unknowable`: pages of the ground truth the crawl does not know at all."""
+    import pyarrow.parquet as pq
+    n = report["round"]
+    truth = set(pq.read_table(truth_dir.rstrip("/") + "/pages.parquet", columns=["url"])
+                .column("url").to_pylist())
+    known = set()
+    for table in ("visited", "frontier", "filtered"):
+        known.update(crawl.read_table(table, n, columns=["url"]).column("url").to_pylist())
+    report = dict(report)
+    report["page_sets"] = dict(report["page_sets"], unknowable=len(truth - known))
+    return report
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="beamcrawl report", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--crawl_dir", required=True)
+    parser.add_argument("--round", type=int, default=None, help="Round to report (default: the last committed).")
+    parser.add_argument("--ground_truth", default=None,
+                        help="Simulated web ground-truth directory (pages.parquet) to count unknowable pages.")
+    parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
+    args = parser.parse_args(argv)
+    crawl = CrawlDir(args.crawl_dir)
+    try:
+        crawl.read_config()
+        n = args.round if args.round is not None else crawl.last_committed()
+        if n is None or not crawl.is_committed(n):
+            raise CrawlStateError(f"{crawl.path} has no committed round {n if n is not None else ''}")
+        report = crawl.read_report(n)
+        if args.ground_truth:
+            report = with_ground_truth(crawl, report, args.ground_truth)
+    except CrawlStateError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(report, indent=2, sort_keys=True) if args.json else summary(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

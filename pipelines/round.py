@@ -1,0 +1,290 @@
+"""One crawl round: frontier(N-1) -> fetch -> parse -> URL-seen -> score -> round N.
+
+    python -m pipelines.round --runner=DirectRunner --crawl_dir D [flags]
+
+The round reads only committed round N-1, writes everything under rounds/N/, and commits
+by writing report.json and then _COMMITTED. A crashed run leaves an uncommitted folder
+that the next run deletes before starting, so rerunning gives the same state.
+"""
+import logging
+import math
+import sys
+import time
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+from apache_beam.io.parquetio import ReadAllFromParquetBatched
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+from pipelines import options as opts
+from pipelines.crawldir import CrawlDir, CrawlStateError
+from pipelines import report as report_mod
+from schemas import tables
+from transforms import fetch, generate, links, seen, write
+from transforms import fetcher as fetcher_mod
+from transforms import netguard
+from transforms.process import ProcessPages
+from transforms.urls import UrlFilter
+
+LOG = logging.getLogger("beamcrawl.round")
+BUCKET_ROWS = 200_000   # target rows per URL-seen bucket (frontier + seen)
+MIN_BUCKETS = 4
+
+
+def url_filter_from(settings):
+    kwargs = dict(
+        allow_hosts=tuple(h.lower() for h in opts.settings_csv(settings, "allow_hosts")),
+        allow_domains=tuple(d.lower() for d in opts.settings_csv(settings, "allow_domains")),
+        url_regex_allow=opts.settings_csv(settings, "url_regex_allow"),
+        url_regex_deny=opts.settings_csv(settings, "url_regex_deny"),
+        max_url_length=int(settings["max_url_length"]),
+        max_depth=int(settings["max_depth"]) or None,
+    )
+    if settings.get("deny_extensions") is not None:
+        kwargs["deny_extensions"] = tuple(e.lower().lstrip(".")
+                                          for e in opts.settings_csv(settings, "deny_extensions"))
+    return UrlFilter(**kwargs)
+
+
+def resolve_entries(settings):
+    """The resolver override: --resolve entries plus the lines of --resolve_file."""
+    entries = list(opts.settings_csv(settings, "resolve"))
+    mapping = netguard.parse_resolve_entries(entries) if entries else {}
+    if settings.get("resolve_file"):
+        mapping.update(netguard.read_resolve_file(settings["resolve_file"]))
+    return tuple(sorted((h, p, a) for (h, p), a in mapping.items()))
+
+
+def fetch_config_from(settings):
+    return fetcher_mod.FetchConfig(
+        user_agent=settings["user_agent"],
+        delay_per_host=float(settings["delay_per_host"]),
+        connect_timeout=float(settings["connect_timeout"]),
+        read_timeout=float(settings["read_timeout"]),
+        deadline=float(settings["deadline"]),
+        max_body=int(settings["max_body"]),
+        max_redirects=int(settings["max_redirects"]),
+        max_crawl_delay=float(settings["max_crawl_delay"]),
+        robots_ttl=float(settings["robots_ttl"]),
+        obey_robots=bool(settings["obey_robots"]),
+        allow_loopback=bool(settings["allow_loopback"]),
+        deny_addresses=opts.settings_csv(settings, "deny_addresses"),
+        resolve=resolve_entries(settings),
+    )
+
+
+def ordering_from(settings):
+    from strategies import get_ordering
+    try:
+        return get_ordering(settings["strategy"])
+    except KeyError as e:
+        raise SystemExit(f"error: unknown --strategy {settings['strategy']!r}: {e}") from None
+
+
+class _LocalScore:
+    """Picklable per-bucket scorer for strategies that need no global graph."""
+
+    def __init__(self, ordering):
+        self.ordering = ordering
+
+    def __call__(self, table):
+        return self.ordering.score(table, None)
+
+
+def _read(p, label, files, schema, columns=None):
+    if not files:
+        return p | f"No{label}" >> beam.Create([], reshuffle=False).with_output_types(pa.Table)
+    return (p
+            | f"{label}Files" >> beam.Create(files, reshuffle=False)
+            | f"Read{label}" >> ReadAllFromParquetBatched(columns=columns, label=f"Read{label}Parquet")
+            | f"Conform{label}" >> beam.Map(
+                lambda t, s=schema: tables.conform(t, s if columns is None else
+                                                   pa.schema([s.field(c) for c in columns]))))
+
+
+def _host_rows(batch, selected):
+    hosts = set(selected)
+    for row in batch.to_pylist():
+        if row["host"] in hosts:
+            yield row["host"], row
+
+
+def _other_hosts(batch, selected):
+    hosts = set(selected)
+    mask = np.array([h not in hosts for h in batch.column("host").to_pylist()], dtype=bool)
+    return batch.filter(pa.array(mask))
+
+
+def _visited_stats(table):
+    out = {"visited": table.num_rows}
+    for outcome, count in zip(*np.unique(np.array(table.column("outcome").to_pylist(), dtype=str),
+                                         return_counts=True)):
+        out[f"outcome_{outcome}"] = int(count)
+    status = table.column("http_status").to_pylist()
+    for s in status:
+        key = f"status_{s // 100}xx" if s else "status_none"
+        out[key] = out.get(key, 0) + 1
+    out["bytes"] = int(sum(b or 0 for b in table.column("bytes").to_pylist()))
+    return out
+
+
+def _schedulable(table, now, max_depth):
+    """Per-host count of frontier rows the next generate could pick."""
+    due = table.filter(pa.array(generate.due_mask(table, now, max_depth)))
+    if due.num_rows == 0:
+        return {}
+    g = due.group_by("host").aggregate([("fp", "count")])
+    return dict(zip(g.column("host").to_pylist(), g.column("fp_count").to_pylist()))
+
+
+def build_round(p, crawl, prev, round_no, settings, now, seeds=(), do_fetch=True):
+    """Wire the round's pipeline onto `p`. Returns nothing; outputs go to rounds/round_no/."""
+    t = {name: (crawl.table_files(name, prev) if prev is not None else [])
+         for name in ("frontier", "visited", "filtered", "hosts")}
+    rows = {name: crawl.validate_files(name, files) for name, files in t.items()}
+    buckets = max(MIN_BUCKETS, math.ceil((rows["frontier"] + rows["visited"] + rows["filtered"])
+                                         / BUCKET_ROWS))
+    ordering = ordering_from(settings)
+    url_filter = url_filter_from(settings)
+    max_depth = int(settings["max_depth"])
+
+    frontier = _read(p, "Frontier", t["frontier"], tables.FRONTIER)
+    seen_fps = ((_read(p, "Visited", t["visited"], tables.VISITED, ["fp"]),
+                 _read(p, "Filtered", t["filtered"], tables.FILTERED, ["fp"]))
+                | "SeenSets" >> beam.Flatten())
+    hosts = _read(p, "Hosts", t["hosts"], tables.HOSTS)
+    stats = []
+
+    if do_fetch:
+        fetch_list = frontier | "Generate" >> generate.Generate(
+            now, int(settings["max_pages"]), int(settings["max_per_host"]), max_depth)
+        selected = beam.pvalue.AsList(fetch_list | "SelectedHosts" >> beam.Keys())
+        host_state = hosts | "SelectedHostState" >> beam.FlatMap(_host_rows, selected)
+        other_hosts = hosts | "UnselectedHosts" >> beam.Map(_other_hosts, selected)
+        pages, fetched_hosts = (
+            {"urls": fetch_list, "state": host_state}
+            | "JoinHostState" >> beam.CoGroupByKey()
+            | "Fetch" >> beam.ParDo(fetch.FetchHosts(fetch_config_from(settings),
+                                                     int(settings["fetch_threads"])))
+            .with_outputs("hosts", main="pages"))
+        processed = (pages | "Process" >> beam.ParDo(
+            ProcessPages(round_no, now, settings, url_filter))
+            .with_outputs("results", "pages", "links", "filtered", main="visited"))
+        visited_tables = processed.visited | "VisitedTables" >> write.RowsToTables(tables.VISITED)
+        result_tables = processed.results | "ResultTables" >> write.RowsToTables(seen.RESULTS)
+        page_tables = processed.pages | "PageTables" >> write.RowsToTables(tables.PAGES, 500)
+        link_bundles = processed.links
+        filtered_bundles = processed.filtered
+        new_hosts = ((fetched_hosts | "FetchedHostTables" >> write.RowsToTables(tables.HOSTS),
+                      other_hosts) | "AllHosts" >> beam.Flatten())
+        stats.append(visited_tables | "VisitedStats" >> beam.Map(_visited_stats))
+        visited_tables | "WriteVisited" >> write.WriteTable(
+            crawl.table_prefix(round_no, "visited"), tables.VISITED)
+        page_tables | "WritePages" >> write.WriteTable(crawl.table_prefix(round_no, "pages"), tables.PAGES)
+    else:
+        result_tables = p | "NoResults" >> beam.Create([], reshuffle=False).with_output_types(pa.Table)
+        link_bundles = p | "NoLinks" >> beam.Create([], reshuffle=False)
+        filtered_bundles = p | "NoFiltered" >> beam.Create([], reshuffle=False)
+        new_hosts = hosts
+
+    if seeds:
+        seed_bundles = p | "Seeds" >> beam.Create(list(seeds), reshuffle=False)
+        link_bundles = (link_bundles, seed_bundles) | "WithSeeds" >> beam.Flatten()
+
+    cand_and_edges = (link_bundles
+                      | "BatchLinks" >> beam.BatchElements(min_batch_size=1, max_batch_size=2000)
+                      | "LinkTables" >> beam.Map(links.candidates_and_edges, round_no))
+    candidates = cand_and_edges | "Candidates" >> beam.Map(lambda ce: ce[0])
+    edges = cand_and_edges | "Edges" >> beam.Map(lambda ce: ce[1])
+    filtered = (filtered_bundles
+                | "BatchFiltered" >> beam.BatchElements(min_batch_size=1, max_batch_size=2000)
+                | "FilteredTables" >> beam.Map(links.filtered_table))
+
+    score_fn = None if getattr(ordering, "needs_graph", False) else _LocalScore(ordering)
+    merged = {"frontier": frontier, "seen": seen_fps, "results": result_tables,
+              "candidates": candidates, "filtered": filtered} | "UrlSeen" >> seen.UrlSeen(
+        buckets, round_no, score_fn)
+    new_frontier = merged["frontier"]
+    if score_fn is None:
+        from pipelines import scoring
+        new_frontier = scoring.score_globally(p, new_frontier, ordering, crawl, prev, round_no,
+                                              edges, t)
+    stats.append(merged["stats"])
+    pending = (new_frontier
+               | "Schedulable" >> beam.Map(_schedulable, now, max_depth)
+               | "SumSchedulable" >> beam.CombineGlobally(write.sum_dicts)
+               | "Pending" >> beam.Map(lambda per_host, cap=int(settings["max_per_host"]),
+                                       k=int(settings["max_pages"]):
+                                       {"pending": min(k, sum(min(c, cap) for c in per_host.values()))}))
+    stats.append(pending)
+
+    new_frontier | "WriteFrontier" >> write.WriteTable(
+        crawl.table_prefix(round_no, "frontier"), tables.FRONTIER)
+    merged["filtered"] | "WriteFiltered" >> write.WriteTable(
+        crawl.table_prefix(round_no, "filtered"), tables.FILTERED)
+    edges | "WriteLinks" >> write.WriteTable(crawl.table_prefix(round_no, "links"), tables.LINKS)
+    new_hosts | "WriteHosts" >> write.WriteTable(crawl.table_prefix(round_no, "hosts"), tables.HOSTS)
+    (tuple(stats) | "AllStats" >> beam.Flatten()
+     | "WriteStats" >> write.WriteStats(crawl.round_dir(round_no) + "/" + report_mod.STATS_JSON))
+
+
+def pipeline_options(argv):
+    """PipelineOptions for argv; DirectRunner runs on the FnApiRunner (no Prism download)."""
+    options = PipelineOptions(argv)
+    std = options.view_as(StandardOptions)
+    if std.runner in (None, "DirectRunner", "direct"):
+        from apache_beam.runners.portability.fn_api_runner import fn_runner
+        return options, fn_runner.FnApiRunner()
+    return options, None
+
+
+def run_pipeline(builder, argv):
+    options, runner = pipeline_options(argv)
+    p = beam.Pipeline(runner=runner, options=options) if runner else beam.Pipeline(options=options)
+    builder(p)
+    result = p.run()
+    state = result.wait_until_finish()
+    if state not in (None, "DONE", beam.runners.runner.PipelineState.DONE):
+        raise RuntimeError(f"pipeline ended in state {state}")
+
+
+def run_round(argv, seeds=None, crawl_defaults_override=None):
+    """Run the next round of the crawl named by argv's --crawl_dir; return its report."""
+    parsed = PipelineOptions(argv)
+    crawl = CrawlDir(parsed.view_as(opts.CrawlDirOptions).crawl_dir)
+    config = crawl.read_config()
+    prev = crawl.last_committed()
+    if prev is None:
+        raise CrawlStateError(f"{crawl.path} has no committed round; run "
+                              f"`python -m pipelines.inject --crawl_dir {crawl.path} --seed URL` first.")
+    round_no = prev + 1
+    if crawl.discard_uncommitted(round_no):
+        LOG.warning("discarded the partial output of an interrupted run of round %d", round_no)
+    settings = opts.effective_round_settings(parsed.view_as(opts.RoundOptions), argv,
+                                             config.get("round_defaults", {}))
+    if settings["allow_loopback"]:
+        LOG.warning("--allow_loopback: connections to 127.0.0.0/8 and ::1 are allowed")
+    now = opts.now_or(parsed.view_as(opts.RoundOptions).round_time)
+    started = time.time()
+    crawl.write_json(round_no, "options.json", settings)
+    run_pipeline(lambda p: build_round(p, crawl, prev, round_no, settings, now), argv)
+    report = report_mod.round_report(crawl, round_no, prev, settings, started, time.time())
+    crawl.commit(round_no, report)
+    return report
+
+
+def main(argv=None):
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        report = run_round(argv)
+    except CrawlStateError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(report_mod.summary(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

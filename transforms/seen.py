@@ -1,0 +1,274 @@
+"""URL-seen: merge this round's results and new links into the frontier.
+
+The join is a CoGroupByKey, as the design asks, but its elements are Arrow tables, not
+rows: every input is split by fingerprint bucket (`fp mod B`), and one bucket's frontier
+rows, seen fingerprints, fetch results, link candidates and filtered candidates meet in
+one `merge_bucket` call that works on whole columns with numpy. Per-element Beam overhead
+is paid per (batch, bucket), not per URL, and memory is bounded by the bucket size.
+
+merge_bucket keeps the invariant: a URL is in exactly one of visited or frontier, or
+recorded as filtered. Fetched URLs with a final outcome leave the frontier (the caller
+writes their visited rows); transient ones stay with their retry state; links to seen URLs
+only update the frontier's in-link counts, anchors and depth; unseen ones join it.
+"""
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from schemas import tables
+
+# A fetch result as the URL-seen join needs it.
+RESULTS = pa.schema([
+    ("fp", pa.int64()),
+    ("final", pa.bool_()),           # left the frontier (its visited row is written)
+    ("retries", pa.int32()),         # for transient results: the new retry count
+    ("not_before", pa.float64()),
+    ("last_error", pa.string()),
+])
+
+# A discovered URL before the join: a link, a redirect target, a seed or a sitemap entry.
+CANDIDATES = pa.schema([
+    ("dst_fp", pa.int64()),
+    ("dst", pa.string()),
+    ("host", pa.string()),
+    ("depth", pa.int32()),
+    ("src_fp", pa.int64()),          # 0 for seeds
+    ("src", pa.string()),            # null for seeds
+    ("anchor", pa.string()),
+    ("source", pa.string()),
+    ("redirects", pa.int32()),
+    ("lastmod", pa.float64()),
+])
+
+FILTERED_CANDIDATES = pa.schema([
+    ("fp", pa.int64()),
+    ("url", pa.string()),
+    ("reason", pa.string()),
+    ("first_parent", pa.string()),
+])
+
+
+def bucket_of(fps: np.ndarray, buckets: int) -> np.ndarray:
+    return (fps.astype(np.int64).view(np.uint64) % np.uint64(buckets)).astype(np.int64)
+
+
+def split_by_bucket(table: pa.Table, buckets: int, fp_column: str = "fp"):
+    """Yield (bucket, rows of table in that bucket) for each non-empty bucket."""
+    if table is None or table.num_rows == 0:
+        return
+    b = bucket_of(table.column(fp_column).to_numpy(zero_copy_only=False), buckets)
+    if buckets == 1:
+        yield 0, table
+        return
+    order = np.argsort(b, kind="stable")
+    sorted_b = b[order]
+    cuts = np.flatnonzero(sorted_b[1:] != sorted_b[:-1]) + 1
+    for idx in np.split(order, cuts):
+        yield int(b[idx[0]]), table.take(pa.array(idx, type=pa.int64()))
+
+
+def _concat(parts, schema):
+    parts = [tables.conform(p, schema) for p in parts if p is not None and p.num_rows]
+    if not parts:
+        return schema.empty_table()
+    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
+def _np(col, fill=None):
+    if fill is not None:
+        col = col.fill_null(fill)
+    return col.to_numpy(zero_copy_only=False)
+
+
+def _aggregate_candidates(cand: pa.Table) -> pa.Table:
+    """One row per dst_fp: shortest depth (then smallest src fp) wins; in-link count; anchors."""
+    order = pc.sort_indices(cand, sort_keys=[("dst_fp", "ascending"), ("depth", "ascending"),
+                                             ("src_fp", "ascending")])
+    cand = cand.take(order)
+    dst = _np(cand.column("dst_fp"))
+    first = np.r_[True, dst[1:] != dst[:-1]]
+    firsts = cand.filter(pa.array(first))
+    # distinct linking pages per target (self-links and seeds do not count)
+    pairs = cand.select(["dst_fp", "src_fp"]).filter(
+        pc.and_(pc.not_equal(cand.column("src_fp"), 0),
+                pc.not_equal(cand.column("src_fp"), cand.column("dst_fp"))))
+    counts = {}
+    if pairs.num_rows:
+        g = pairs.group_by("dst_fp").aggregate([("src_fp", "count_distinct")])
+        counts = dict(zip(_np(g.column("dst_fp")), _np(g.column("src_fp_count_distinct"))))
+    anchored = cand.filter(pc.and_(pc.is_valid(cand.column("anchor")),
+                                   pc.not_equal(cand.column("anchor"), "")))
+    anchors = {}
+    if anchored.num_rows:
+        g = anchored.group_by("dst_fp", use_threads=False).aggregate([("anchor", "distinct")])
+        for fp, lst in zip(_np(g.column("dst_fp")), g.column("anchor_distinct").to_pylist()):
+            anchors[fp] = lst[:tables.MAX_ANCHORS]
+    fps = _np(firsts.column("dst_fp"))
+    inl = np.array([counts.get(f, 0) for f in fps], dtype=np.int64)
+    anc = [anchors.get(f, []) for f in fps]
+    return firsts.append_column("inlinks", pa.array(inl)).append_column(
+        "anchors", pa.array(anc, type=pa.list_(pa.string())))
+
+
+def merge_bucket(frontier_parts, seen_parts, result_parts, candidate_parts, filtered_parts,
+                 round_no: int):
+    """The URL-seen step for one bucket. Returns (frontier table, filtered table, stats)."""
+    F = _concat(frontier_parts, tables.FRONTIER)
+    R = _concat(result_parts, RESULTS)
+    C = _concat(candidate_parts, CANDIDATES)
+    X = _concat(filtered_parts, FILTERED_CANDIDATES)
+    seen = [np.asarray(p, dtype=np.int64) for p in seen_parts if p is not None and len(p)]
+    stats = {}
+
+    # 1. fetch results: final ones leave the frontier, transient ones get their retry state.
+    r_fp = _np(R.column("fp"))
+    r_final = _np(R.column("final"), False).astype(bool)
+    final_fps = r_fp[r_final]
+    f_fp = _np(F.column("fp"))
+    F = F.filter(pa.array(~np.isin(f_fp, final_fps)))
+    if (~r_final).any():
+        f_fp = _np(F.column("fp"))
+        tr = R.filter(pa.array(~r_final))
+        tr_fp = _np(tr.column("fp"))
+        pos = {fp: i for i, fp in enumerate(tr_fp)}
+        idx = np.array([pos.get(fp, -1) for fp in f_fp], dtype=np.int64)
+        hit = idx >= 0
+        if hit.any():
+            F = _replace_where(F, hit, idx, tr, ["retries", "not_before", "last_error"])
+    seen.append(final_fps)
+    seen_fps = np.unique(np.concatenate(seen)) if seen else np.zeros(0, np.int64)
+
+    # 2. candidates: drop seen ones; update known frontier rows; add the rest.
+    new_rows = tables.FRONTIER.empty_table()
+    if C.num_rows:
+        stats["links_in"] = C.num_rows
+        c_fp = _np(C.column("dst_fp"))
+        C = C.filter(pa.array(~np.isin(c_fp, seen_fps)))
+        stats["links_to_seen"] = int(len(c_fp) - C.num_rows)
+    if C.num_rows:
+        A = _aggregate_candidates(C)
+        a_fp = _np(A.column("dst_fp"))
+        f_fp = _np(F.column("fp"))
+        known = np.isin(a_fp, f_fp)
+        if known.any():
+            F = _update_known(F, A.filter(pa.array(known)))
+        fresh = A.filter(pa.array(~known))
+        n = fresh.num_rows
+        if n:
+            new_rows = pa.Table.from_arrays([
+                fresh.column("dst_fp"), fresh.column("dst"), fresh.column("host"),
+                fresh.column("depth"), pa.array(np.zeros(n), pa.float64()),
+                pa.array(np.full(n, round_no, dtype=np.int32)), fresh.column("source"),
+                fresh.column("src"), fresh.column("inlinks"), fresh.column("anchors"),
+                pa.array(np.zeros(n, dtype=np.int32)), pa.array(np.zeros(n)),
+                pa.nulls(n, pa.string()), pa.array(np.zeros(n)), pa.array(np.zeros(n)),
+                fresh.column("lastmod"), fresh.column("redirects").fill_null(0),
+            ], schema=tables.FRONTIER)
+        stats["new_urls"] = n
+        stats["links_to_pending"] = int(known.sum())
+    frontier = pa.concat_tables([F, new_rows]) if new_rows.num_rows else F
+
+    # 3. filtered candidates: record each URL once, never one that is known otherwise.
+    filtered = tables.FILTERED.empty_table()
+    if X.num_rows:
+        known_fps = np.concatenate([seen_fps, _np(frontier.column("fp"))])
+        X = X.filter(pa.array(~np.isin(_np(X.column("fp")), known_fps)))
+        if X.num_rows:
+            X = X.take(pc.sort_indices(X, sort_keys=[("fp", "ascending"), ("url", "ascending")]))
+            xf = _np(X.column("fp"))
+            X = X.filter(pa.array(np.r_[True, xf[1:] != xf[:-1]]))
+            filtered = pa.Table.from_arrays(
+                [X.column("fp"), X.column("url"), X.column("reason"),
+                 pa.array(np.full(X.num_rows, round_no, dtype=np.int32)), X.column("first_parent")],
+                schema=tables.FILTERED)
+            for reason, count in zip(*np.unique(_np(filtered.column("reason")).astype(str),
+                                                return_counts=True)):
+                stats[f"filtered_{reason}"] = int(count)
+    stats["frontier_rows"] = frontier.num_rows
+    return frontier, filtered, stats
+
+
+def _replace_where(F, hit, idx, src, columns):
+    """F with `columns` taken from src[idx] on the rows where `hit`."""
+    take = pa.array(np.where(hit, idx, 0), type=pa.int64())
+    mask = pa.array(hit)
+    for name in columns:
+        new = src.column(name).take(take)
+        col = pc.if_else(mask, new, F.column(name))
+        F = F.set_column(F.schema.get_field_index(name), name, col.cast(F.schema.field(name).type))
+    return F
+
+
+def _update_known(F, A):
+    """Merge aggregated candidates A (all present in F) into F's inlinks, depth and anchors."""
+    f_fp = _np(F.column("fp"))
+    pos = {fp: i for i, fp in enumerate(_np(A.column("dst_fp")))}
+    idx = np.array([pos.get(fp, -1) for fp in f_fp], dtype=np.int64)
+    hit = idx >= 0
+    take = np.where(hit, idx, 0)
+    inl = _np(F.column("inlinks"), 0) + np.where(hit, _np(A.column("inlinks"))[take], 0)
+    depth = _np(F.column("depth"), 0)
+    a_depth = _np(A.column("depth"), 0)[take]
+    depth = np.where(hit, np.minimum(depth, a_depth), depth).astype(np.int32)
+    old_anchors = F.column("anchors").to_pylist()
+    new_anchors = A.column("anchors").to_pylist()
+    for i in np.flatnonzero(hit):
+        old = old_anchors[i] or []
+        if len(old) < tables.MAX_ANCHORS:
+            extra = [a for a in new_anchors[idx[i]] if a not in old]
+            old_anchors[i] = (old + extra)[:tables.MAX_ANCHORS]
+    F = F.set_column(F.schema.get_field_index("inlinks"), "inlinks", pa.array(inl, pa.int64()))
+    F = F.set_column(F.schema.get_field_index("depth"), "depth", pa.array(depth, pa.int32()))
+    return F.set_column(F.schema.get_field_index("anchors"), "anchors",
+                        pa.array(old_anchors, pa.list_(pa.string())))
+
+
+class _MergeBucket(beam.DoFn):
+    def __init__(self, round_no, score_fn):
+        self.round_no, self.score_fn = round_no, score_fn
+
+    def process(self, element):
+        bucket, g = element
+        frontier, filtered, stats = merge_bucket(
+            g["frontier"], g["seen"], g["results"], g["candidates"], g["filtered"], self.round_no)
+        if self.score_fn is not None and frontier.num_rows:
+            scores = np.asarray(self.score_fn(frontier), dtype=np.float64)
+            frontier = frontier.set_column(frontier.schema.get_field_index("score"), "score",
+                                           pa.array(scores))
+        if frontier.num_rows:
+            yield frontier
+        if filtered.num_rows:
+            yield beam.pvalue.TaggedOutput("filtered", filtered)
+        yield beam.pvalue.TaggedOutput("stats", stats)
+
+
+class UrlSeen(beam.PTransform):
+    """CoGroupByKey of frontier, seen set, results and candidates on fingerprint buckets.
+
+    Input: a dict of PCollections of Arrow tables: frontier (FRONTIER), seen (tables with
+    an `fp` column: visited and filtered views), results (RESULTS), candidates (CANDIDATES),
+    filtered (FILTERED_CANDIDATES). Output: a dict with `frontier` and `filtered` tables
+    and `stats` dicts. `score_fn(frontier_table) -> scores` scores each bucket when the
+    strategy needs no global graph; otherwise the caller scores the whole frontier after.
+    """
+
+    def __init__(self, buckets, round_no, score_fn=None):
+        super().__init__()
+        self.buckets, self.round_no, self.score_fn = buckets, round_no, score_fn
+
+    def expand(self, inputs):
+        b = self.buckets
+        keyed = {
+            "frontier": inputs["frontier"] | "BucketFrontier" >> beam.FlatMap(split_by_bucket, b),
+            "seen": (inputs["seen"] | "BucketSeen" >> beam.FlatMap(split_by_bucket, b)
+                     | "SeenFps" >> beam.MapTuple(lambda k, t: (k, _np(t.column("fp"))))),
+            "results": inputs["results"] | "BucketResults" >> beam.FlatMap(split_by_bucket, b),
+            "candidates": inputs["candidates"] | "BucketCandidates" >> beam.FlatMap(
+                split_by_bucket, b, "dst_fp"),
+            "filtered": inputs["filtered"] | "BucketFiltered" >> beam.FlatMap(split_by_bucket, b),
+        }
+        out = (keyed | "JoinOnBucket" >> beam.CoGroupByKey()
+               | "MergeBucket" >> beam.ParDo(_MergeBucket(self.round_no, self.score_fn))
+               .with_outputs("filtered", "stats", main="frontier"))
+        return {"frontier": out.frontier, "filtered": out.filtered, "stats": out.stats}
