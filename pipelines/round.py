@@ -20,7 +20,9 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from pipelines import options as opts
 from pipelines.crawldir import CrawlDir, CrawlStateError
 from pipelines import report as report_mod
+from pipelines import scoring
 from schemas import tables
+from strategies.ordering import get_ordering
 from transforms import fetch, generate, links, seen, write
 from transforms import fetcher as fetcher_mod
 from transforms import netguard
@@ -75,11 +77,15 @@ def fetch_config_from(settings):
 
 
 def ordering_from(settings):
-    from strategies import get_ordering
     try:
         return get_ordering(settings["strategy"])
-    except KeyError as e:
-        raise SystemExit(f"error: unknown --strategy {settings['strategy']!r}: {e}") from None
+    except ValueError as e:
+        raise CrawlStateError(f"--strategy: {e}") from None
+
+
+def scores_per_row(ordering):
+    """True when a row's score depends on its own columns only (scored per bucket)."""
+    return not (ordering.needs_graph or ordering.needs_host_counts)
 
 
 class _LocalScore:
@@ -172,6 +178,7 @@ def build_round(p, crawl, prev, round_no, settings, now, seeds=(), do_fetch=True
             ProcessPages(round_no, now, settings, url_filter))
             .with_outputs("results", "pages", "links", "filtered", main="visited"))
         visited_tables = processed.visited | "VisitedTables" >> write.RowsToTables(tables.VISITED)
+        visited_fps = visited_tables | "VisitedFps" >> beam.Map(lambda t: t.select(["fp"]))
         result_tables = processed.results | "ResultTables" >> write.RowsToTables(seen.RESULTS)
         page_tables = processed.pages | "PageTables" >> write.RowsToTables(tables.PAGES, 500)
         link_bundles = processed.links
@@ -179,6 +186,8 @@ def build_round(p, crawl, prev, round_no, settings, now, seeds=(), do_fetch=True
         new_hosts = ((fetched_hosts | "FetchedHostTables" >> write.RowsToTables(tables.HOSTS),
                       other_hosts) | "AllHosts" >> beam.Flatten())
         stats.append(visited_tables | "VisitedStats" >> beam.Map(_visited_stats))
+        stats.append(result_tables | "RetryStats" >> beam.Map(
+            lambda t: {"retried": int((~t.column("final").to_numpy(zero_copy_only=False)).sum())}))
         visited_tables | "WriteVisited" >> write.WriteTable(
             crawl.table_prefix(round_no, "visited"), tables.VISITED)
         page_tables | "WritePages" >> write.WriteTable(crawl.table_prefix(round_no, "pages"), tables.PAGES)
@@ -187,6 +196,7 @@ def build_round(p, crawl, prev, round_no, settings, now, seeds=(), do_fetch=True
         link_bundles = p | "NoLinks" >> beam.Create([], reshuffle=False)
         filtered_bundles = p | "NoFiltered" >> beam.Create([], reshuffle=False)
         new_hosts = hosts
+        visited_fps = p | "NoVisited" >> beam.Create([], reshuffle=False).with_output_types(pa.Table)
 
     if seeds:
         seed_bundles = p | "Seeds" >> beam.Create(list(seeds), reshuffle=False)
@@ -201,15 +211,14 @@ def build_round(p, crawl, prev, round_no, settings, now, seeds=(), do_fetch=True
                 | "BatchFiltered" >> beam.BatchElements(min_batch_size=1, max_batch_size=2000)
                 | "FilteredTables" >> beam.Map(links.filtered_table))
 
-    score_fn = None if getattr(ordering, "needs_graph", False) else _LocalScore(ordering)
+    score_fn = _LocalScore(ordering) if scores_per_row(ordering) else None
     merged = {"frontier": frontier, "seen": seen_fps, "results": result_tables,
               "candidates": candidates, "filtered": filtered} | "UrlSeen" >> seen.UrlSeen(
         buckets, round_no, score_fn)
     new_frontier = merged["frontier"]
     if score_fn is None:
-        from pipelines import scoring
-        new_frontier = scoring.score_globally(p, new_frontier, ordering, crawl, prev, round_no,
-                                              edges, t)
+        new_frontier = scoring.score_globally(new_frontier, ordering, crawl, prev, edges,
+                                              visited_fps)
     stats.append(merged["stats"])
     pending = (new_frontier
                | "Schedulable" >> beam.Map(_schedulable, now, max_depth)

@@ -41,8 +41,7 @@ def select(table: pa.Table, max_pages: int, max_per_host: int) -> pa.Table:
     """Top `max_pages` rows by (score desc, fp asc) with at most `max_per_host` per host."""
     if table.num_rows == 0:
         return table
-    order = pc.sort_indices(table, sort_keys=[("score", "descending"), ("fp", "ascending")],
-                            null_placement="at_end")
+    order = pc.sort_indices(table, sort_keys=[("score", "descending"), ("fp", "ascending")])
     ordered = table.take(order)
     codes = pc.dictionary_encode(ordered.column("host")).combine_chunks().indices
     codes = codes.fill_null(-1).to_numpy(zero_copy_only=False)

@@ -1,0 +1,71 @@
+import numpy as np
+import pyarrow as pa
+import pytest
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+import apache_beam as beam
+
+from tests.unit.frontier_rows import frontier
+from transforms import generate
+
+
+def _table(n_hosts=5, per_host=20, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for h in range(n_hosts):
+        for i in range(per_host):
+            fp = int(rng.integers(-2**62, 2**62))
+            rows.append(dict(fp=fp, url=f"http://h{h}.test/{i}", host=f"h{h}.test",
+                             score=float(rng.integers(0, 10))))
+    return frontier(rows)
+
+
+def _brute_force(table, k, cap):
+    rows = sorted(table.to_pylist(), key=lambda r: (-r["score"], r["fp"]))
+    per_host, out = {}, []
+    for r in rows:
+        if per_host.get(r["host"], 0) < cap:
+            per_host[r["host"]] = per_host.get(r["host"], 0) + 1
+            out.append(r["fp"])
+    return out[:k]
+
+
+def test_rank_within_group():
+    assert generate.rank_within_group(np.array([3, 1, 3, 3, 1])).tolist() == [0, 0, 1, 2, 1]
+
+
+@pytest.mark.parametrize("k,cap", [(10, 3), (7, 100), (100, 2), (1, 1)])
+def test_select_is_top_k_with_host_cap(k, cap):
+    t = _table()
+    got = generate.select(t, k, cap).column("fp").to_pylist()
+    assert got == _brute_force(t, k, cap)
+
+
+def test_selecting_from_batch_selections_equals_global_selection():
+    t = _table(n_hosts=7, per_host=30, seed=3)
+    k, cap = 25, 4
+    parts = [generate.select(t.slice(i, 37), k, cap) for i in range(0, t.num_rows, 37)]
+    merged = generate.select(pa.concat_tables(parts), k, cap)
+    assert merged.column("fp").to_pylist() == _brute_force(t, k, cap)
+
+
+def test_backed_off_and_too_deep_urls_are_not_due():
+    t = frontier([dict(fp=1, url="http://a/1", host="a", not_before=50.0),
+                  dict(fp=2, url="http://a/2", host="a", depth=9),
+                  dict(fp=3, url="http://a/3", host="a")])
+    assert generate.due_mask(t, now=10.0, max_depth=5).tolist() == [False, False, True]
+    assert generate.due_mask(t, now=60.0, max_depth=0).tolist() == [True, True, True]
+
+
+def test_generate_emits_one_element_per_host_with_its_urls():
+    t = _table(n_hosts=4, per_host=10, seed=1)
+    k, cap = 12, 5
+    expected = {}
+    for fp in _brute_force(t, k, cap):
+        host = [r["host"] for r in t.to_pylist() if r["fp"] == fp][0]
+        expected.setdefault(host, set()).add(fp)
+    with TestPipeline(runner="FnApiRunner") as p:
+        out = (p | beam.Create([t.slice(0, 17), t.slice(17)])
+               | generate.Generate(now=0.0, max_pages=k, max_per_host=cap)
+               | beam.MapTuple(lambda h, tab: (h, sorted(tab.column("fp").to_pylist()))))
+        assert_that(out, equal_to([(h, sorted(v)) for h, v in expected.items()]))
