@@ -35,7 +35,7 @@ import numpy as np
 from ada_url._ada_wrapper import ffi as _ffi, lib as _lib
 
 __all__ = [
-    "normalize", "resolve", "resolve_many", "classify", "fingerprint", "fingerprints",
+    "normalize", "resolve", "resolve_many", "classify", "classify_many", "encode_query", "fingerprint", "fingerprints",
     "host_key", "UrlFilter", "REASONS", "DEFAULT_DENY_EXTENSIONS",
 ]
 
@@ -169,6 +169,76 @@ def classify(base: str | bytes, href: str) -> tuple[str | None, str | None]:
         return None, "other_scheme"
     finally:
         _free(u)
+
+
+def classify_many(base: str | bytes, hrefs: Sequence[str]) -> list[tuple[str | None, str | None]]:
+    """[classify(base, h) for h in hrefs], with the base encoded once and a tight loop."""
+    if type(base) is str:
+        base = _encode(base)
+    nb = len(base)
+    out = []
+    append = out.append
+    for h in hrefs:
+        try:
+            b = h.encode("utf-8")
+        except UnicodeEncodeError:
+            b = _encode(h)
+        u = _parse_with_base(b, len(b), base, nb)
+        if not _is_valid(u):
+            _free(u)
+            u = _parse(b, len(b))
+            if not _is_valid(u):
+                _free(u)
+                append((None, "invalid"))
+                continue
+        try:
+            st = _scheme_type(u)
+            if st == _HTTP or st == _HTTPS:
+                c = _canonical(u)
+                append((c, None) if c is not None else (None, "invalid"))
+            else:
+                p = _get_protocol(u)
+                proto = _unpack(p.data, p.length)
+                append((None, "javascript" if proto == b"javascript:" else
+                        "mailto" if proto == b"mailto:" else "other_scheme"))
+        finally:
+            _free(u)
+    return out
+
+
+_UTF_CODECS = frozenset(["utf-8", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le",
+                         "utf-32-be", "utf_8", "utf8", ""])
+
+
+def encode_query(href: str, codec: str | None) -> str:
+    """`href` with the non-ASCII characters of its query percent-encoded in the document's
+    encoding `codec`, as browsers do for links in legacy-encoded (GBK, Shift_JIS, cp1252
+    ...) pages before WHATWG parsing; characters the codec cannot encode become the
+    percent-encoded numeric character reference (``%26%23NNNN%3B``). The path is always
+    UTF-8, so ASCII hrefs, hrefs without a query, and UTF-8/16 documents are unchanged.
+    """
+    if href.isascii() or not codec or codec.lower() in _UTF_CODECS:
+        return href
+    q = href.find("?")
+    if q < 0:
+        return href
+    f = href.find("#")
+    if 0 <= f < q:
+        return href
+    end = f if f >= 0 else len(href)
+    query = href[q + 1:end]
+    if query.isascii():
+        return href
+    out = []
+    for ch in query:
+        if ch < "\x80":
+            out.append(ch)
+            continue
+        try:
+            out.append("".join(["%%%02X" % b for b in ch.encode(codec)]))
+        except (UnicodeEncodeError, LookupError):
+            out.append("%%26%%23%d%%3B" % ord(ch))
+    return href[:q + 1] + "".join(out) + href[end:]
 
 
 def resolve(base: str, href: str) -> str | None:
