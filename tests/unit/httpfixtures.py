@@ -204,3 +204,42 @@ def streamed(total: int, chunk: int = 64 * 1024, content_type: str = "text/html"
             pass
         h.close_connection = True
     return route
+
+
+def hang(seconds: float = MAX_HANDLER_SECONDS):
+    """Accepts the request and says nothing (until the server stops or `seconds` pass)."""
+    def route(h):
+        h.server.owner.stopping.wait(seconds)
+        h.close_connection = True
+    return route
+
+
+def loopback_config(names: dict, **kw):
+    """FetchConfig for tests: `names` maps invented host names to LocalServers (resolved to
+    the server's loopback address via FetchConfig.resolve), loopback allowed, tiny delays."""
+    from transforms.fetcher import FetchConfig
+
+    resolve = tuple((name, srv.port, srv.host) for name, srv in names.items())
+    defaults = dict(delay_per_host=0.01, connect_timeout=2.0, read_timeout=2.0, deadline=5.0,
+                    allow_loopback=True, resolve=resolve)
+    defaults.update(kw)
+    return FetchConfig(**defaults)
+
+
+def self_signed_cert(tmpdir, hostname: str):
+    """(certfile, keyfile) for `hostname`, made with the openssl CLI; None if unavailable."""
+    import os
+    import shutil
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        return None
+    cert, key = os.path.join(tmpdir, "cert.pem"), os.path.join(tmpdir, "key.pem")
+    try:
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                        "-out", cert, "-days", "2", "-subj", f"/CN={hostname}",
+                        "-addext", f"subjectAltName=DNS:{hostname}"],
+                       check=True, capture_output=True, timeout=30)
+    except (subprocess.SubprocessError, OSError):
+        return None
+    return cert, key
