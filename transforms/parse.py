@@ -174,7 +174,9 @@ def _parse(text, charset, url, honour_nofollow, ignore_meta_nofollow, ua_token) 
         if tag == "a" or tag == "area":
             href = el.get("href")
             if href is None:
-                continue
+                href = el.get("xlink:href")  # <svg><a xlink:href=...>
+                if href is None:
+                    continue
             if honour_nofollow:
                 rel = el.get("rel")
                 if rel and "nofollow" in rel.lower().split():
@@ -203,7 +205,7 @@ def _parse(text, charset, url, honour_nofollow, ignore_meta_nofollow, ua_token) 
                 if name == "robots" or (ua_token is not None and name == ua_token):
                     content = el.get("content")
                     if content:
-                        robots.extend(d.strip() for d in content.lower().split(","))
+                        robots.extend(" ".join(d.split()) for d in content.lower().split(","))
         elif tag == "base":
             if base_href is None:
                 h = el.get("href")
@@ -233,7 +235,9 @@ def _parse(text, charset, url, honour_nofollow, ignore_meta_nofollow, ua_token) 
     bb = base.encode("utf-8", "replace")
 
     meta_robots = ",".join(dict.fromkeys(d for d in robots if d))
-    meta_nofollow = bool(robots) and ("nofollow" in robots or "none" in robots)
+    # Lenient, as search engines are: "noindex nofollow" (spaces, no comma) also counts.
+    meta_nofollow = bool(robots) and any(
+        "nofollow" in d.split() or "none" in d.split() for d in robots)
 
     page = ParsedPage(nofollow_dropped=nofollow, meta_robots=meta_robots, title=title,
                       charset=charset, base=normalize(base) or base)

@@ -139,6 +139,13 @@ def test_meta_robots_directives_are_collected_lower_case():
     p = parse_html(html.encode(), PAGE, user_agent_token="BeamCrawl")
     assert p.meta_robots == "noindex,follow,noarchive,nosnippet"
     assert parse_html(b"<p>x</p>", PAGE).meta_robots == ""
+    p = parse_html(b'<meta name="robots" content="noindex  nofollow"><a href="/a">a</a>', PAGE)
+    assert p.meta_robots == "noindex nofollow" and p.links == []
+
+
+def test_svg_links():
+    html = '<svg><a xlink:href="/svg-link"><text>S</text></a><a href="/svg2">T</a></svg>'
+    assert links_of(html) == ["http://www.example.com/svg-link", "http://www.example.com/svg2"]
 
 
 def test_canonical_is_recorded_not_followed():
