@@ -328,8 +328,8 @@ def _exc_chain(e: BaseException) -> Iterator[BaseException]:
             continue
         seen.add(id(x))
         yield x
-        todo.extend([x.__cause__, x.__context__, getattr(x, "reason", None)])
-        todo.extend(a for a in getattr(x, "args", ()) if isinstance(a, BaseException))
+        nxt = [x.__cause__, x.__context__, getattr(x, "reason", None), *getattr(x, "args", ())]
+        todo.extend(a for a in nxt if isinstance(a, BaseException))
 
 
 def _classify_exception(e: BaseException) -> tuple[str, str] | None:
