@@ -8,13 +8,17 @@ a local disk or on gs://, s3://, hdfs://. Layout (see DESIGN.md):
     CRAWL/rounds/000007/report.json
     CRAWL/rounds/000007/_COMMITTED        written last; a round without it does not exist
 
+`_COMMITTED` holds the round's manifest: the Parquet files of each table, by name. Readers
+take a round's files from its manifest, never from a directory listing, so a file that
+went missing is an error naming it instead of silently fewer rows.
+
 Table kinds
 - snapshot tables (frontier, hosts): a round holds the full table; the view of round N is
   round N's files.
 - delta tables (visited, links, pages, filtered): a round holds only the rows it added; the
   view of round N is the union of the deltas of rounds 0..N. (A compaction that folds old
-  deltas into one full snapshot would mark the folder with `_FULL`; the view then starts
-  there. Readers need no change for it: `table_files` already stops at a `_FULL` folder.)
+  deltas into one full snapshot lists the table under "full" in that round's manifest;
+  the view then starts there. Readers need no change for it: `table_files` stops there.)
 """
 import io
 import json
@@ -30,7 +34,6 @@ from schemas import tables
 SNAPSHOT_TABLES = ("frontier", "hosts")
 DELTA_TABLES = ("visited", "links", "pages", "filtered")
 COMMITTED = "_COMMITTED"
-FULL_MARKER = "_FULL"
 CRAWL_JSON = "crawl.json"
 REPORT_JSON = "report.json"
 _ROUND_RE = re.compile(r"/rounds/(\d{6})/" + COMMITTED + "$")
@@ -66,6 +69,9 @@ class CrawlDir:
 
     def __init__(self, path: str):
         self.path = path.rstrip("/") if len(path) > 1 else path
+
+    def __getstate__(self):
+        return {"path": self.path}
 
     # ---- layout -------------------------------------------------------------------------
     def round_dir(self, n: int) -> str:
@@ -131,10 +137,29 @@ class CrawlDir:
             return True
         return False
 
-    def commit(self, n: int, report: dict) -> None:
-        """Write report.json, then the _COMMITTED marker: the round exists from that moment."""
+    def commit(self, n: int, report: dict, full_tables=()) -> None:
+        """Write report.json, then _COMMITTED with the manifest: the round exists from then on."""
+        manifest = {}
+        for table in SNAPSHOT_TABLES + DELTA_TABLES:
+            files = sorted(_match(_join(self.table_dir(n, table), "*.parquet")))
+            manifest[table] = [posixpath.basename(f) for f in files]
         _write_text(_join(self.round_dir(n), REPORT_JSON), json.dumps(report, indent=2, sort_keys=True))
-        _write_text(_join(self.round_dir(n), COMMITTED), "")
+        _write_text(_join(self.round_dir(n), COMMITTED),
+                    json.dumps({"round": n, "tables": manifest, "full": sorted(full_tables)},
+                               indent=1, sort_keys=True))
+
+    def manifest(self, n: int) -> dict:
+        """{"tables": {table: [file names]}, "full": [tables]} of committed round n."""
+        cache = self.__dict__.setdefault("_manifests", {})
+        if n not in cache:
+            path = _join(self.round_dir(n), COMMITTED)
+            try:
+                cache[n] = json.loads(_read_text(path))
+            except Exception as e:
+                raise CrawlStateError(
+                    f"{path}: unreadable round manifest ({e}). Restore it from a backup, or delete "
+                    f"{self.round_dir(n)} and later rounds to resume from the round before.") from e
+        return cache[n]
 
     def write_json(self, n: int, name: str, obj) -> None:
         _write_text(_join(self.round_dir(n), name), json.dumps(obj, indent=2, sort_keys=True))
@@ -156,13 +181,14 @@ class CrawlDir:
             rounds = []
             for n in reversed([r for r in self.committed_rounds() if r <= upto]):
                 rounds.append(n)
-                if FileSystems.exists(_join(self.table_dir(n, table), FULL_MARKER)):
+                if table in self.manifest(n).get("full", ()):
                     break
         else:
             raise ValueError(f"unknown table {table!r}")
         files = []
         for n in sorted(rounds):
-            files.extend(sorted(_match(_join(self.table_dir(n, table), "*.parquet"))))
+            names = self.manifest(n)["tables"].get(table, [])
+            files.extend(_join(self.table_dir(n, table), name) for name in names)
         return files
 
     def validate_files(self, table: str, files: list) -> int:

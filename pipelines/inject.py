@@ -77,14 +77,16 @@ def run_inject(argv):
     if not bundles:
         raise CrawlStateError("none of the seeds is an in-scope http(s) URL")
     round_no = 0 if prev is None else prev + 1
+    plan = round_mod.plan_round(crawl, prev)
     crawl.discard_uncommitted(round_no)
     now = time.time()
     crawl.write_json(round_no, "options.json", settings)
     round_mod.run_pipeline(lambda p: round_mod.build_round(
-        p, crawl, prev, round_no, settings, now, seeds=bundles, do_fetch=False), argv)
+        p, crawl, prev, round_no, settings, now, plan, seeds=bundles, do_fetch=False), argv)
     report = report_mod.round_report(crawl, round_no, prev, settings, now, time.time())
     report["injected"] = len(bundles[0]["dst"])
-    crawl.commit(round_no, report)
+    crawl.commit(round_no, report, full_tables=() if prev is not None else
+                 ("visited", "links", "pages", "filtered"))
     return report
 
 

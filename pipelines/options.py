@@ -78,10 +78,15 @@ ROUND_SETTINGS = {
 }
 
 
-def add_round_flags(parser, with_defaults=True):
+def add_round_flags(parser):
     for name, (typ, default, help_text) in ROUND_SETTINGS.items():
-        parser.add_argument(f"--{name}", type=typ, default=default if with_defaults else None,
-                            help=f"{help_text} (default: {default!r})")
+        try:
+            parser.add_argument(f"--{name}", type=typ, default=default,
+                                help=f"{help_text} (default: {default!r})")
+        except argparse.ArgumentError:
+            # Beam defines this flag itself (--user_agent, "a user agent string describing
+            # the pipeline to external services"): share it; None means our default.
+            pass
 
 
 def explicit_flags(argv):
@@ -99,7 +104,7 @@ def effective_round_settings(options, argv, crawl_defaults):
     values = options.get_all_options()
     out = {}
     for name, (_typ, default, _help) in ROUND_SETTINGS.items():
-        if name in given:
+        if name in given and values.get(name) is not None:
             out[name] = values.get(name)
         elif name in crawl_defaults:
             out[name] = crawl_defaults[name]

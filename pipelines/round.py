@@ -20,7 +20,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from pipelines import options as opts
 from pipelines.crawldir import CrawlDir, CrawlStateError
 from pipelines import report as report_mod
-from pipelines import scoring
+from pipelines import faults, scoring
 from schemas import tables
 from strategies.ordering import get_ordering
 from transforms import fetch, generate, links, seen, write
@@ -100,7 +100,7 @@ class _LocalScore:
 
 def _read(p, label, files, schema, columns=None):
     if not files:
-        return p | f"No{label}" >> beam.Create([], reshuffle=False).with_output_types(pa.Table)
+        return p | f"Empty{label}" >> beam.Create([], reshuffle=False).with_output_types(pa.Table)
     return (p
             | f"{label}Files" >> beam.Create(files, reshuffle=False)
             | f"Read{label}" >> ReadAllFromParquetBatched(columns=columns, label=f"Read{label}Parquet")
@@ -144,11 +144,23 @@ def _schedulable(table, now, max_depth):
     return dict(zip(g.column("host").to_pylist(), g.column("fp_count").to_pylist()))
 
 
-def build_round(p, crawl, prev, round_no, settings, now, seeds=(), do_fetch=True):
+INPUT_TABLES = ("frontier", "visited", "filtered", "hosts")
+
+
+def plan_round(crawl, prev):
+    """The input files of a round after `prev`, each checked, and their row counts.
+
+    Runs before anything is written, so a damaged crawl directory stops the round with
+    a CrawlStateError naming the file, and nothing is overwritten.
+    """
+    files = {name: (crawl.table_files(name, prev) if prev is not None else []) for name in INPUT_TABLES}
+    rows = {name: crawl.validate_files(name, f) for name, f in files.items()}
+    return files, rows
+
+
+def build_round(p, crawl, prev, round_no, settings, now, plan, seeds=(), do_fetch=True):
     """Wire the round's pipeline onto `p`. Returns nothing; outputs go to rounds/round_no/."""
-    t = {name: (crawl.table_files(name, prev) if prev is not None else [])
-         for name in ("frontier", "visited", "filtered", "hosts")}
-    rows = {name: crawl.validate_files(name, files) for name, files in t.items()}
+    t, rows = plan
     buckets = max(MIN_BUCKETS, math.ceil((rows["frontier"] + rows["visited"] + rows["filtered"])
                                          / BUCKET_ROWS))
     ordering = ordering_from(settings)
@@ -268,17 +280,20 @@ def run_round(argv, seeds=None, crawl_defaults_override=None):
         raise CrawlStateError(f"{crawl.path} has no committed round; run "
                               f"`python -m pipelines.inject --crawl_dir {crawl.path} --seed URL` first.")
     round_no = prev + 1
-    if crawl.discard_uncommitted(round_no):
-        LOG.warning("discarded the partial output of an interrupted run of round %d", round_no)
     settings = opts.effective_round_settings(parsed.view_as(opts.RoundOptions), argv,
                                              config.get("round_defaults", {}))
+    ordering_from(settings)  # an unknown strategy fails here, before anything is written
+    plan = plan_round(crawl, prev)
+    if crawl.discard_uncommitted(round_no):
+        LOG.warning("discarded the partial output of an interrupted run of round %d", round_no)
     if settings["allow_loopback"]:
         LOG.warning("--allow_loopback: connections to 127.0.0.0/8 and ::1 are allowed")
     now = opts.now_or(parsed.view_as(opts.RoundOptions).round_time)
     started = time.time()
     crawl.write_json(round_no, "options.json", settings)
-    run_pipeline(lambda p: build_round(p, crawl, prev, round_no, settings, now), argv)
+    run_pipeline(lambda p: build_round(p, crawl, prev, round_no, settings, now, plan), argv)
     report = report_mod.round_report(crawl, round_no, prev, settings, started, time.time())
+    faults.crash_point("before_commit")
     crawl.commit(round_no, report)
     return report
 

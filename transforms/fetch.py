@@ -17,6 +17,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
+from pipelines import faults
 from transforms import fetcher as fetcher_mod
 
 # Frontier columns a fetched page carries forward into its visited row and its links.
@@ -55,6 +56,7 @@ def fetch_one_host(fetcher_factory, host, rows, state_row):
             f.close()
         except Exception:
             pass
+    faults.crash_point("fetch")
     pages = [_page(by_fp[res.fp], res) for res in results if res.fp in by_fp]
     done = {p["fp"] for p in pages}
     now = time.time()
