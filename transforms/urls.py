@@ -437,8 +437,26 @@ class UrlFilter:
             depths = [0 if depths is None else int(depths)] * n
         elif len(depths) != n:
             raise ValueError(f"{n} urls but {len(depths)} depths")
-        reason = self.reason
-        return [reason(u, d) for u, d in zip(urls, depths)]
+        hosts, domains, allow, deny, exts = self._c
+        if hosts is not None or domains is not None or allow or deny:
+            reason = self.reason
+            return [reason(u, d) for u, d in zip(urls, depths)]
+        # Common case (length, extension, depth only): one tight loop, same rules and order.
+        max_len = self.max_url_length
+        max_depth = self.max_depth
+        ext_of = _extension
+        out = []
+        append = out.append
+        for u, d in zip(urls, depths):
+            if len(u) > max_len:
+                append("url_too_long")
+            elif exts and ext_of(u) in exts:
+                append("extension")
+            elif max_depth is not None and d is not None and d > max_depth:
+                append("depth")
+            else:
+                append(None)
+        return out
 
 
 def _host_label(h: str) -> str:
@@ -484,19 +502,16 @@ def _in_domains(host: str, domains: frozenset) -> bool:
 
 
 def _extension(url: str) -> str:
-    """Lower-case extension of the last path segment of a canonical URL, '' if none."""
-    start = url.find("//") + 2
-    pstart = url.find("/", start)
-    if pstart < 0:
-        return ""
-    q = url.find("?", pstart)
-    path = url[pstart:] if q < 0 else url[pstart:q]
-    seg = path[path.rfind("/") + 1:]
-    dot = seg.rfind(".")
+    """Lower-case extension of the last path segment of a canonical URL (before any
+    ``;params``), '' if none. The query is not looked at."""
+    end = url.find("?")
+    if end < 0:
+        end = len(url)
+    slash = url.rfind("/", 0, end)  # canonical paths start with '/': never in the host
+    semi = url.find(";", slash, end)
+    if semi >= 0:
+        end = semi
+    dot = url.rfind(".", slash, end)
     if dot < 0:
         return ""
-    ext = seg[dot + 1:]
-    semi = ext.find(";")  # /a.png;jsessionid=...
-    if semi >= 0:
-        ext = ext[:semi]
-    return ext.lower()
+    return url[dot + 1:end].lower()
