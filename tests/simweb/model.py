@@ -272,13 +272,15 @@ class SimWeb:
                 enc[nonroot[(e * 7) % len(nonroot)]] = e
         self.encoding = enc.astype(np.int8)
         flags_u = rng.random((N, 3))
-        self.frameset = is_html & (flags_u[:, 0] < cfg.frameset_share) & ~query_page
+        has_child = np.bincount(parent[parent >= 0], minlength=N) > 0
+        is_root = np.array([p == "/" for p in paths])
+        self.frameset = is_html & has_child & ~is_root & (flags_u[:, 0] < cfg.frameset_share) & ~query_page
         self.base_href = is_html & (flags_u[:, 1] < cfg.base_href_share) & ~self.frameset
         self.refresh = is_html & (flags_u[:, 2] < cfg.refresh_share) & ~self.frameset
         for arr in (self.frameset, self.base_href, self.refresh):
             if not arr.any() and len(nonroot):
                 cand = [i for i in nonroot if not (self.frameset[i] or self.base_href[i] or self.refresh[i])
-                        and not query_page[i]]
+                        and not query_page[i] and (has_child[i] or arr is not self.frameset)]
                 if cand:
                     arr[cand[len(cand) // 2]] = True
         # force at least one near-dup in small webs
@@ -318,13 +320,8 @@ class SimWeb:
         order = np.lexsort((children, par))
         children, par = children[order], par[order]
         t_tag = np.full(len(children), TAG_A, np.int8)
-        # frameset pages: first two children as <frame>
-        prev, cnt = -1, 0
-        for n, p in enumerate(par):
-            cnt = cnt + 1 if p == prev else 0
-            prev = p
-            if self.frameset[p] and cnt < 2:
-                t_tag[n] = TAG_FRAME
+        # frameset pages: all their (tree) links are <frame>s
+        t_tag[self.frameset[par]] = TAG_FRAME
         src.append(par); dst.append(children); tag.append(t_tag); nof.append(np.zeros(len(children), bool))
         # webring: root of graph host h links to root of h+1
         roots = np.array([h.start for h in self.hosts[:self.n_graph_hosts]], np.int64)
@@ -789,14 +786,17 @@ class SimWeb:
             body.append('<img src="/media/map.gif" usemap="#nav" alt="navigation map">'
                         '<map name="nav">' + "".join(links_area) + "</map>")
         body += links_if
-        body.append('<p class="footer"><a href="#top">Top</a> | '
+        top = "#top" if not self.base_href[i] else html.escape(own_path, quote=True) + "#top"
+        body.append(f'<p class="footer"><a href="{top}">Top</a> | '
                     '<a href="javascript:window.print()">Print</a> | '
                     f'<a href="mailto:webmaster@{serving.name}">Contact</a></p>')
         head_s = "".join(head)
-        if self.frameset[i]:
+        if self.frameset[o]:
+            # <noframes> is raw text to HTML parsers: text only, no links
+            cols = ",".join(["*"] * max(1, len(links_frame)))
             doc = (f"<!DOCTYPE html><html><head>{head_s}</head>"
-                   f'<frameset cols="50%,50%">{"".join(links_frame)}'
-                   f"<noframes><body>{''.join(body)}</body></noframes></frameset></html>")
+                   f'<frameset cols="{cols}">{"".join(links_frame)}'
+                   f"<noframes>{html.escape(' '.join(paras))}</noframes></frameset></html>")
         else:
             doc = (f'<!DOCTYPE html><html lang="en"><head>{head_s}</head>'
                    f'<body><a name="top"></a>{"".join(body)}</body></html>')

@@ -76,8 +76,11 @@ def ground_truth(web) -> dict:
 
     links = {}   # (src, dst) -> [anchor, tag, nofollow_all]
 
+    by_src = {}
+
     def add_link(s, d, anchor, tag, nof):
         cur = links.get((s, d))
+        by_src.setdefault(s, []).append((d, anchor, tag, nof))
         if cur is None:
             links[(s, d)] = [anchor, tag, nof]
         elif not nof:
@@ -103,6 +106,8 @@ def ground_truth(web) -> dict:
             if web.kind[i] != HTML:
                 continue
             o = int(web.dup_of[i]) if web.dup_of[i] >= 0 else i
+            if not web.frameset[o]:
+                add_link(url, url, "Top", "a", False)   # the footer's <a href="#top">
             for e in web.outlinks(o):
                 d = int(web.e_dst[e])
                 dh = web.hosts[web.page_host[d]]
@@ -120,7 +125,11 @@ def ground_truth(web) -> dict:
                     add_link(url, web.base_url(sh.name) + p, anchor, "a", False)
     for url, h, d in variants:
         canon = web.url(d, h)
+        if url in url_set:
+            continue
         add_page(url, h, d, dup_of=canon, dup_kind="query_order")
+        for dst, anchor, tag, nof in list(by_src.get(canon, ())):
+            add_link(url, url if dst == canon and anchor == "Top" else dst, anchor, tag, nof)
     if web.jobs:
         jr, ja = web.base_url(web.jobs.name) + "/", web.base_url(web.jobs.name) + "/about"
         add_page(jr, web.jobs, -1)

@@ -1,11 +1,10 @@
-"""Each ordering's score on a small hand-made frontier, the registry, and selection."""
+"""Each ordering's score on a small hand-made frontier, and the registry."""
 import numpy as np
 import pyarrow as pa
 import pytest
 
 from strategies.graph import CrawlGraph
 from strategies.ordering import CRAWL_ORDERINGS, ORDERINGS, Ordering, get_ordering, url_importance
-from strategies.select import select_batch
 
 
 @pytest.fixture
@@ -114,12 +113,3 @@ def test_scores_are_float64_one_per_row(frontier, name):
     s = get_ordering(name).score(frontier, g)
     assert s.dtype == np.float64 and s.shape == (frontier.num_rows,)
     assert np.isfinite(s).all()
-
-
-def test_select_caps_pages_per_host_and_batch():
-    scores = np.array([9, 8, 7, 6, 5, 4.0])
-    hosts = np.array([0, 0, 0, 1, 1, 2])
-    assert select_batch(scores, hosts, 10, per_host_cap=2).tolist() == [0, 1, 3, 4, 5]
-    assert select_batch(scores, hosts, 3, per_host_cap=2).tolist() == [0, 1, 3]
-    assert select_batch(scores, hosts, 10).tolist() == [0, 1, 2, 3, 4, 5]
-    assert select_batch(np.array([1.0, 1.0, 1.0]), np.zeros(3), 2).tolist() == [0, 1]
