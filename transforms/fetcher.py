@@ -344,7 +344,11 @@ def _classify_exception(e: BaseException) -> tuple[str, str] | None:
         if isinstance(x, _DeadlineExceeded):
             return TRANSIENT, "deadline"
     for x in chain:
-        if isinstance(x, (requests.exceptions.ConnectTimeout, urllib3.exceptions.ConnectTimeoutError)):
+        if isinstance(x, ConnectionRefusedError):
+            return TRANSIENT, "connect_refused"
+    for x in chain:      # (urllib3's NewConnectionError subclasses ConnectTimeoutError)
+        if (isinstance(x, (requests.exceptions.ConnectTimeout, urllib3.exceptions.ConnectTimeoutError))
+                and not isinstance(x, urllib3.exceptions.NewConnectionError)):
             return TRANSIENT, "timeout_connect"
     for x in chain:
         if isinstance(x, (requests.exceptions.ReadTimeout, urllib3.exceptions.ReadTimeoutError,
@@ -354,9 +358,6 @@ def _classify_exception(e: BaseException) -> tuple[str, str] | None:
         if isinstance(x, (ssl.SSLError, ssl.CertificateError, requests.exceptions.SSLError,
                           urllib3.exceptions.SSLError)):
             return TRANSIENT, "tls"
-    for x in chain:
-        if isinstance(x, ConnectionRefusedError):
-            return TRANSIENT, "connect_refused"
     for x in chain:
         if isinstance(x, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError,
                           http.client.IncompleteRead, http.client.RemoteDisconnected)):
