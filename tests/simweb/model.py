@@ -263,12 +263,16 @@ class SimWeb:
         # ---- guarantee coverage of every encoding / flag in small webs
         is_html = (kind == HTML) & (dup_of < 0)
         html_idx = np.flatnonzero(is_html)
-        nonroot = np.array([i for i in html_idx if paths[i] != "/"], dtype=np.int64)
+        # candidates for forced coverage: ordinary pages of regular hosts in sections no robots
+        # template disallows, so a crawler from the seeds meets them
+        open_secs = {SECTIONS.index(x) for x in ("news", "blog", "docs", "wiki", "forum")}
+        nonroot = np.array([i for i in html_idx if paths[i] != "/" and page_host[i] < cfg.n_hosts
+                            and section[i] in open_secs], dtype=np.int64)
         enc = rng.choice(len(ENCODINGS), size=N, p=np.array(cfg.encoding_shares) / sum(cfg.encoding_shares))
         enc[kind != HTML] = 0
         enc[dup_of >= 0] = enc[dup_of[dup_of >= 0]]
         for e in range(len(ENCODINGS)):
-            if not np.any(enc[html_idx] == e) and len(nonroot):
+            if len(nonroot) and not np.any(enc[nonroot] == e):
                 enc[nonroot[(e * 7) % len(nonroot)]] = e
         self.encoding = enc.astype(np.int8)
         flags_u = rng.random((N, 3))
@@ -278,7 +282,7 @@ class SimWeb:
         self.base_href = is_html & (flags_u[:, 1] < cfg.base_href_share) & ~self.frameset
         self.refresh = is_html & (flags_u[:, 2] < cfg.refresh_share) & ~self.frameset
         for arr in (self.frameset, self.base_href, self.refresh):
-            if not arr.any() and len(nonroot):
+            if len(nonroot) and not arr[nonroot].any():
                 cand = [i for i in nonroot if not (self.frameset[i] or self.base_href[i] or self.refresh[i])
                         and not query_page[i] and (has_child[i] or arr is not self.frameset)]
                 if cand:

@@ -129,7 +129,8 @@ def ground_truth(web) -> dict:
             continue
         add_page(url, h, d, dup_of=canon, dup_kind="query_order")
         for dst, anchor, tag, nof in list(by_src.get(canon, ())):
-            add_link(url, url if dst == canon and anchor == "Top" else dst, anchor, tag, nof)
+            self_top = dst == canon and anchor == "Top" and not web.base_href[d]
+            add_link(url, url if self_top else dst, anchor, tag, nof)
     if web.jobs:
         jr, ja = web.base_url(web.jobs.name) + "/", web.base_url(web.jobs.name) + "/about"
         add_page(jr, web.jobs, -1)

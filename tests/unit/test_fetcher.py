@@ -421,3 +421,34 @@ def test_connect_timeout_is_transient():
         ls.close()
     assert (results[0].outcome, results[0].reason) == (TRANSIENT, "timeout_connect")
     assert results[0].elapsed_ms < 1500
+
+
+def test_chunked_body_is_read():
+    def route(h):
+        h.send_response(200)
+        h.send_header("Content-Type", "text/html")
+        h.send_header("Transfer-Encoding", "chunked")
+        h.end_headers()
+        for part in (b"<html>", b"chunk" * 1000, b"</html>"):
+            h.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+        h.wfile.write(b"0\r\n\r\n")
+
+    with LocalServer({**NO_ROBOTS, "*": route}) as srv:
+        results, _ = fetch(srv, ["/a", "/b"])
+        assert srv.connections == 1
+    assert results[0].body == b"<html>" + b"chunk" * 1000 + b"</html>" and not results[0].truncated
+
+
+def test_host_budget_stops_starting_requests():
+    with LocalServer({**NO_ROBOTS, "*": page(b"ok")}) as srv:
+        results, _ = fetch(srv, [f"/{i}" for i in range(10)], delay_per_host=0.1, host_budget=0.25)
+    reasons = [r.reason for r in results]
+    assert reasons[0] is None and reasons[-1] == "host_budget"
+    assert 2 <= sum(r.outcome == OK for r in results) <= 4
+
+
+def test_last_fetch_time_in_the_future_does_not_stall_the_host():
+    with LocalServer({**NO_ROBOTS, "*": page(b"ok")}) as srv:
+        t0 = time.monotonic()
+        results, _ = fetch(srv, ["/a"], state=HostState("x", last_fetch_time=time.time() + 3600))
+    assert results[0].outcome == OK and time.monotonic() - t0 < 2
