@@ -24,7 +24,8 @@ Defaults (`FetchConfig`), in line with Nutch / StormCrawler / Heritrix:
 | allow_loopback            | False        | let 127.0.0.0/8 and ::1 through the address guard (tests, simulated web) |
 | deny_addresses            | ()           | extra CIDRs refused, on top of the built-in private/reserved ranges (even loopback) |
 | resolve                   | ()           | (host, port, address) overrides consulted before DNS (`--resolve`, `--resolve_file`) |
-| ca_bundle                 | None         | extra CA bundle file for TLS verification (None: the system/certifi bundle) |
+| ca_bundle                 | None         | CA bundle file for TLS verification (None: certifi's bundle)    |
+| host_budget               | None         | seconds one host may take in a round; after it no new request starts (remaining URLs TRANSIENT 'host_budget'); None = no limit |
 
 Outcomes are the constants of `schemas.tables`, plus TRANSIENT ('retry in a later
 round'); `reason` says why. Reasons produced:
@@ -33,7 +34,7 @@ round'); `reason` says why. Reasons produced:
   reset or closed mid-response; partial body discarded), 'connect_refused',
   'connect_error', 'tls', 'protocol_error', 'http_5xx' codes as 'http_503' etc.,
   'http_408', 'http_429', 'retry_after', 'host_paused', 'host_parked',
-  'crawl_delay_too_long', 'robots_5xx', 'robots_429', 'robots_<network reason>',
+  'crawl_delay_too_long', 'host_budget', 'robots_5xx', 'robots_429', 'robots_<network reason>',
   'robots_forbidden_address', 'internal_error: <exception>'
 - HTTP_ERROR: 'http_404', 'http_410', ... , 'redirect_without_location', 'bad_url'
 - FORBIDDEN_ADDRESS: the guard's reason ('private', 'loopback', 'cloud_metadata', ...)
@@ -103,6 +104,7 @@ class FetchConfig:
     deny_addresses: tuple[str, ...] = ()
     resolve: tuple[tuple[str, int, str], ...] = ()
     ca_bundle: str | None = None
+    host_budget: float | None = None
 
     def __post_init__(self):
         robotsmod.product_token(self.user_agent)          # fail early on a bad UA
@@ -774,9 +776,15 @@ class HostFetcher:
 
     def _fetch_all(self, reqs: list[FetchRequest], state: HostState, results: list) -> None:
         cfg = self.config
-        rnd = _Round(state.last_fetch_time)
+        start = self.clock()
+        last = state.last_fetch_time
+        # a last fetch "in the future" (clock skew between workers) must not stall the host
+        rnd = _Round(None if last is None else min(last, start))
         robots_done = not cfg.obey_robots
         for req in reqs:
+            if cfg.host_budget is not None and self.clock() - start > cfg.host_budget:
+                results.append(self._no_request(req, TRANSIENT, "host_budget"))
+                continue
             if rnd.paused_for is not None:
                 results.append(self._no_request(req, TRANSIENT, "host_paused", rnd.paused_for))
                 continue
