@@ -113,7 +113,8 @@ class RefCrawler:
         assert addr.startswith("127."), addr
         target = p.path + ("?" + p.query if p.query else "")
         netloc = p.hostname if port == 80 else f"{p.hostname}:{port}"
-        return self.session.get(f"http://{addr}:{port}{target}", headers={"Host": netloc},
+        headers = {"Host": netloc, **kw.pop("headers", {})}
+        return self.session.get(f"http://{addr}:{port}{target}", headers=headers,
                                 timeout=self.timeout, allow_redirects=False, **kw)
 
     def allowed(self, url: str) -> bool:

@@ -294,11 +294,13 @@ class SimWebServer:
         status = 0
         nbytes = 0
         if host is None:
+            self._log(conn, host, method, target, hdrs, 404, start, 12)
             conn.send(404, [("Content-Type", "text/plain")], b"unknown host", close)
-            status = 404
+            return
         elif method not in ("GET", "HEAD"):
+            self._log(conn, host, method, target, hdrs, 405, start, 18)
             conn.send(405, [("Allow", "GET, HEAD")], b"method not allowed", close)
-            status = 405
+            return
         else:
             try:
                 r = web.respond(host, target, hdrs, method)
@@ -313,9 +315,11 @@ class SimWebServer:
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
                 return
+            # log first (the response is complete in memory), so a client that got the
+            # response always finds its request in the log
+            nbytes = 0 if method == "HEAD" or r.status == 304 else len(r.body)
+            self._log(conn, host, method, target, hdrs, status, start, nbytes)
             conn.send(r.status, r.headers, r.body, close, head_only=(method == "HEAD"))
-            nbytes = len(r.body)
-        self._log(conn, host, method, target, hdrs, status, start, nbytes)
 
     def _log(self, conn, host, method, target, hdrs, status, start, nbytes):
         rec = {
