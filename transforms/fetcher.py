@@ -417,6 +417,11 @@ def _origin_port(url: str) -> tuple[str, str, int]:
     host = parts.hostname
     if not host:
         raise ValueError("no host")
+    if not host.isascii():      # the name urllib3 will dial: IDNA-encoded the way requests does it
+        try:
+            host = requests.models.PreparedRequest._get_idna_encoded_host(host)
+        except (AttributeError, UnicodeError, requests.exceptions.InvalidURL) as e:
+            raise ValueError(f"bad host name: {e}") from None
     port = parts.port or (443 if scheme == "https" else 80)
     return scheme, host, port
 

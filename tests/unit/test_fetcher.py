@@ -452,3 +452,12 @@ def test_last_fetch_time_in_the_future_does_not_stall_the_host():
         t0 = time.monotonic()
         results, _ = fetch(srv, ["/a"], state=HostState("x", last_fetch_time=time.time() + 3600))
     assert results[0].outcome == OK and time.monotonic() - t0 < 2
+
+
+def test_internationalised_host_name_is_dialled_as_punycode():
+    with LocalServer({**NO_ROBOTS, "*": page(b"ok")}) as srv:
+        cfg = loopback_config({"xn--caf-dma.test": srv})
+        with HostFetcher(cfg) as f:
+            results, state = f.fetch_host("xn--caf-dma.test", [FetchRequest(f"http://café.test:{srv.port}/", 1)], None)
+        assert srv.requests[-1][3]["Host"] == f"xn--caf-dma.test:{srv.port}"
+    assert results[0].outcome == OK and state.address == "127.0.0.1"
