@@ -142,7 +142,7 @@ def respond(web, host, target: str, headers: dict, now: float):
     if path.startswith("/long/"):
         return _ok(_page("Long URL target", []))
     if path == "/malformed.html":
-        body = (b"<html><head><title>Malformed<body><table><tr><td><a href=/malformed-a.html>A"
+        body = (b"<html><head><title>Malformed</title><body><table><tr><td><a href=/malformed-a.html>A"
                 b"<td><a href='/malformed-b.html'>B</a><p><b><i>unclosed <a href=\"/malformed-c.html\">C"
                 b"</b></i></table></div></span><a href=/malformed-d.html <a href=/x>D</a><!-- unclosed comment")
         return _ok(body)

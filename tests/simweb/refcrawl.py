@@ -114,8 +114,9 @@ class RefCrawler:
         target = p.path + ("?" + p.query if p.query else "")
         netloc = p.hostname if port == 80 else f"{p.hostname}:{port}"
         headers = {"Host": netloc, **kw.pop("headers", {})}
+        kw.setdefault("timeout", self.timeout)
         return self.session.get(f"http://{addr}:{port}{target}", headers=headers,
-                                timeout=self.timeout, allow_redirects=False, **kw)
+                                allow_redirects=False, **kw)
 
     def allowed(self, url: str) -> bool:
         from protego import Protego
