@@ -45,13 +45,8 @@ _parse = _lib.ada_parse
 _parse_with_base = _lib.ada_parse_with_base
 _is_valid = _lib.ada_is_valid
 _free = _lib.ada_free
-_scheme_type = _lib.ada_get_scheme_type
-_components = _lib.ada_get_components
 _get_href = _lib.ada_get_href
-_get_protocol = _lib.ada_get_protocol
 _unpack = _ffi.unpack
-_OMITTED = 0xFFFFFFFF
-_HTTP, _HTTPS = 0, 2  # ada SchemeType values
 
 # %xx -> replacement, for every case spelling of every byte.
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -80,32 +75,65 @@ def _fix_percent(s: str) -> str:
     return "".join(out)
 
 
-def _canonical(u) -> str | None:
-    """Canonical string of a valid parsed http(s) ada URL `u` (not freed here)."""
+def _href(b: bytes, bb: bytes | None) -> str | None:
+    """WHATWG href of `b` (resolved against base `bb` if given), or None if unparseable.
+    If parsing against the base fails (e.g. the base itself is invalid), `b` is parsed on
+    its own, so absolute links still resolve."""
+    if bb is None:
+        u = _parse(b, len(b))
+    else:
+        u = _parse_with_base(b, len(b), bb, len(bb))
+        if not _is_valid(u):
+            _free(u)
+            u = _parse(b, len(b))
+    if not _is_valid(u):
+        _free(u)
+        return None
     s = _get_href(u)
-    href = _unpack(s.data, s.length).decode("ascii", "replace")  # WHATWG http(s) hrefs are ASCII
-    c = _components(u)
-    end = c.hash_start
-    if end == _OMITTED:
+    href = _unpack(s.data, s.length)
+    _free(u)
+    return href.decode("utf-8", "replace")  # WHATWG serialisations are ASCII
+
+
+def _canon(href: str) -> str | None:
+    """Canonical form of a WHATWG-serialised href, or None if it is not http(s).
+
+    Works on the serialisation alone: in it '#' only starts the fragment, the first '?'
+    after the path start only starts the query, '@' in the authority only ends userinfo
+    (all other occurrences are percent-encoded), and the path starts with '/'."""
+    if href.startswith("http://"):
+        a = 7
+    elif href.startswith("https://"):
+        a = 8
+    else:
+        return None
+    if "#" not in href and "%" not in href and "@" not in href and href[-1] != "?":
+        return href  # already canonical: the common case
+    slash = href.find("/", a)
+    end = href.find("#", slash)
+    if end < 0:
         end = len(href)
-    host_start = c.host_start
-    pathname_start = c.pathname_start
-    search = c.search_start
-    if search != _OMITTED and search == end - 1:
-        end = search  # bare '?'
-    if href[host_start] == "@":  # userinfo present: drop it
-        authority = href[host_start + 1:pathname_start]
-        if not authority or authority[0] == ":":
-            return None
-        rest = href[pathname_start:end]
-        if "%" in rest:
-            rest = _fix_percent(rest)
-        return href[:c.protocol_end] + "//" + authority + rest
-    if "%" in href[pathname_start:end]:
-        return href[:pathname_start] + _fix_percent(href[pathname_start:end])
-    if end != len(href):
-        return href[:end]
-    return href
+    if href.find("?", slash, end) == end - 1:
+        end -= 1  # bare '?': empty query dropped
+    auth = href[a:slash]
+    at = auth.rfind("@")
+    if at >= 0:
+        auth = auth[at + 1:]  # userinfo dropped
+    rest = href[slash:end]
+    if "%" in rest:
+        rest = _fix_percent(rest)
+    return href[:a] + auth + rest
+
+
+def _reason(href: str | None) -> str:
+    """Drop reason of a link whose href is not http(s)."""
+    if href is None:
+        return "invalid"
+    if href.startswith("javascript:"):
+        return "javascript"
+    if href.startswith("mailto:"):
+        return "mailto"
+    return "other_scheme"
 
 
 def normalize(url: str) -> str | None:
@@ -118,16 +146,8 @@ def normalize(url: str) -> str | None:
         b = _encode(url)
     except AttributeError:  # not a str
         return None
-    u = _parse(b, len(b))
-    try:
-        if not _is_valid(u):
-            return None
-        st = _scheme_type(u)
-        if st != _HTTP and st != _HTTPS:
-            return None
-        return _canonical(u)
-    finally:
-        _free(u)
+    href = _href(b, None)
+    return None if href is None else _canon(href)
 
 
 def _encode(s: str) -> bytes:
@@ -137,38 +157,14 @@ def _encode(s: str) -> bytes:
         return s.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace").encode("utf-8")
 
 
-def _parse_rel(b: bytes, bb: bytes):
-    """ada URL of `b` against base `bb`; if that fails (e.g. the base itself is invalid),
-    `b` parsed on its own, so absolute links still resolve. Caller frees."""
-    u = _parse_with_base(b, len(b), bb, len(bb))
-    if _is_valid(u):
-        return u
-    _free(u)
-    return _parse(b, len(b))
-
-
 def classify(base: str | bytes, href: str) -> tuple[str | None, str | None]:
     """(canonical URL, None) for a link resolving to http(s), else (None, reason) with reason
     one of 'javascript', 'mailto', 'other_scheme', 'invalid'. `base` may be pre-encoded bytes."""
     if type(base) is str:
         base = _encode(base)
-    u = _parse_rel(_encode(href), base)
-    try:
-        if not _is_valid(u):
-            return None, "invalid"
-        st = _scheme_type(u)
-        if st == _HTTP or st == _HTTPS:
-            c = _canonical(u)
-            return (c, None) if c is not None else (None, "invalid")
-        p = _get_protocol(u)
-        proto = _unpack(p.data, p.length)
-        if proto == b"javascript:":
-            return None, "javascript"
-        if proto == b"mailto:":
-            return None, "mailto"
-        return None, "other_scheme"
-    finally:
-        _free(u)
+    h = _href(_encode(href), base)
+    c = None if h is None else _canon(h)
+    return (c, None) if c is not None else (None, _reason(h))
 
 
 def classify_many(base: str | bytes, hrefs: Sequence[str]) -> list[tuple[str | None, str | None]]:
@@ -191,18 +187,11 @@ def classify_many(base: str | bytes, hrefs: Sequence[str]) -> list[tuple[str | N
                 _free(u)
                 append((None, "invalid"))
                 continue
-        try:
-            st = _scheme_type(u)
-            if st == _HTTP or st == _HTTPS:
-                c = _canonical(u)
-                append((c, None) if c is not None else (None, "invalid"))
-            else:
-                p = _get_protocol(u)
-                proto = _unpack(p.data, p.length)
-                append((None, "javascript" if proto == b"javascript:" else
-                        "mailto" if proto == b"mailto:" else "other_scheme"))
-        finally:
-            _free(u)
+        s = _get_href(u)
+        href = _unpack(s.data, s.length).decode("utf-8", "replace")
+        _free(u)
+        c = _canon(href)
+        append((c, None) if c is not None else (None, _reason(href)))
     return out
 
 
@@ -248,34 +237,13 @@ def resolve(base: str, href: str) -> str | None:
     input. Leading/trailing C0 controls and spaces and embedded tab/CR/LF are stripped, as
     browsers do. If `base` is not a valid URL, only absolute hrefs resolve.
     """
-    u = _parse_rel(_encode(href), _encode(base))
-    try:
-        if not _is_valid(u):
-            return None
-        st = _scheme_type(u)
-        if st != _HTTP and st != _HTTPS:
-            return None
-        return _canonical(u)
-    finally:
-        _free(u)
+    h = _href(_encode(href), _encode(base))
+    return None if h is None else _canon(h)
 
 
 def resolve_many(base: str, hrefs: Iterable[str]) -> list[str | None]:
     """[resolve(base, h) for h in hrefs], with the base encoded once."""
-    bb = _encode(base)
-    out = []
-    append = out.append
-    for h in hrefs:
-        u = _parse_rel(_encode(h), bb)
-        try:
-            if not _is_valid(u):
-                append(None)
-                continue
-            st = _scheme_type(u)
-            append(_canonical(u) if st == _HTTP or st == _HTTPS else None)
-        finally:
-            _free(u)
-    return out
+    return [c for c, _ in classify_many(base, list(hrefs))]
 
 
 # --------------------------------------------------------------------------------------

@@ -50,6 +50,13 @@ DATA = Path(__file__).parent / "data" / "urls"
     ("  http://example.com/\t\n ", "http://example.com/"),
     ("http:\\\\example.com\\a\\b", "http://example.com/a/b"),
     ("http://example.com./", "http://example.com./"),                  # trailing dot kept (WHATWG)
+    ("http://a.com/x@y?z@w", "http://a.com/x@y?z@w"),                  # '@' outside the authority
+    ("http://u:p@a.com/x@y#f", "http://a.com/x@y"),
+    ("http://a.com/p?a?", "http://a.com/p?a?"),                        # only a bare '?' is dropped
+    ("http://a.com/p??", "http://a.com/p??"),
+    ("http://a.com/p?#", "http://a.com/p"),
+    ("http://a.com/p#a?b#c", "http://a.com/p"),
+    ("https://u@[::1]:8443/%7e", "https://[::1]:8443/~"),
 ])
 def test_normalize_canonical_forms(url, canonical):
     assert normalize(url) == canonical
