@@ -109,7 +109,7 @@ HOSTS = pa.schema([
     ("robots_state", pa.string()),       # parsed / allow_all / disallow_all
     ("robots_body", pa.string()),        # first 500 KiB of robots.txt as text
     ("robots_fetched_at", pa.float64()), # cache time: refetched after robots_ttl
-    ("crawl_delay", pa.float64()),       # seconds, after the --max_crawl_delay cap
+    ("crawl_delay", pa.float64()),       # seconds, as robots.txt declares it (a host over --max_crawl_delay is deferred)
     ("sitemaps", pa.list_(pa.string())),
     ("address", pa.string()),            # last resolved address
     ("fetches", pa.int64()),             # cumulative requests made to the host
