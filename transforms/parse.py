@@ -13,6 +13,22 @@ Robots: ``rel=nofollow`` on an a/area skips that link (counted in nofollow_dropp
 `honour_nofollow`; ``<meta name=robots content=nofollow|none>`` (or
 ``name=<user_agent_token>``) empties the links (unless `ignore_meta_nofollow`), while
 canonical, refresh, title and text are still filled.
+
+Details a caller may rely on:
+- links are de-duplicated on their canonical form, first occurrence kept; its anchor is the
+  first non-empty anchor text among the duplicates. A link to the page itself (``#top``,
+  ``href=""``) is kept like any other (it is what the page links to).
+- anchor text: the element's text, whitespace-collapsed, at most MAX_ANCHOR_CHARS; if
+  empty, the alt of an ``<img>`` inside, then the title attribute. area: alt, then title;
+  frame/iframe: title, then name.
+- decoding: `transforms.charset.decode_body` (BOM, header, meta, UTF-8, detection). In a
+  page decoded with a legacy encoding (GBK, Shift_JIS, windows-1252 ...), the non-ASCII
+  characters of a link's *query* are percent-encoded in that encoding, as browsers do
+  (`transforms.urls.encode_query`); the path is UTF-8 whatever the page encoding.
+- text: all text nodes of ``<body>`` (of the document when there is none) except those in
+  script/style/noscript/template, joined with single spaces.
+- lxml (libxml2's HTML parser) is not an HTML5 tree builder: for broken markup its tree can
+  differ from a browser's, but every href attribute it sees is still extracted.
 """
 from __future__ import annotations
 
