@@ -366,6 +366,25 @@ def test_parse_never_raises_on_random_tag_soup(doc, encoding, honour, ignore_met
     _check(parse_html(body, PAGE, None, honour_nofollow=honour, ignore_meta_nofollow=ignore_meta))
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=600), st.one_of(st.none(), st.text(max_size=40).map(
+    lambda t: "text/html; charset=" + t)), st.sampled_from([b"", b"\xef\xbb\xbf", b"\xff\xfe",
+                                                        b'<meta charset="gbk">']))
+def test_decode_body_and_sniffing_never_raise(body, header, prefix):
+    body = prefix + body
+    text, charset = decode_body(body, header)
+    assert isinstance(text, str) and charset
+    assert body.decode(charset, "replace") is not None  # the name is a usable Python codec
+    assert looks_binary(body) in (True, False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40))
+def test_refresh_target_never_raises(content):
+    t = refresh_target(content)
+    assert t is None or (isinstance(t, str) and t == t.strip(" \t\n\r\f") and t)
+
+
 # ------------------------------------------------------------------ throughput
 def typical_page(seed=0, nlinks=50, size=20_000):
     """A ~20 KB page with `nlinks` links of mixed syntaxes, nav, paragraphs, scripts, styles."""
