@@ -75,6 +75,7 @@ ROUND_SETTINGS = {
     "resolve_file": (str, "", "File with one HOST:PORT:ADDR per line (the simulated web writes one)."),
     "fetch_threads": (int, 32, "Hosts fetched concurrently per worker."),
     "store_pages": (_bool, True, "Store fetched bodies in the round's pages table."),
+    "sitemaps": (_bool, True, "Read the sitemaps robots.txt lists (or /sitemap.xml) and queue their URLs."),
 }
 
 

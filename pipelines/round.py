@@ -26,7 +26,7 @@ from strategies.ordering import get_ordering
 from transforms import fetch, generate, links, seen, write
 from transforms import fetcher as fetcher_mod
 from transforms import netguard
-from transforms.process import ProcessPages
+from transforms.process import FilterBundles, ProcessPages
 from transforms.urls import UrlFilter
 
 LOG = logging.getLogger("beamcrawl.round")
@@ -180,12 +180,13 @@ def build_round(p, crawl, prev, round_no, settings, now, plan, seeds=(), do_fetc
         selected = beam.pvalue.AsList(fetch_list | "SelectedHosts" >> beam.Keys())
         host_state = hosts | "SelectedHostState" >> beam.FlatMap(_host_rows, selected)
         other_hosts = hosts | "UnselectedHosts" >> beam.Map(_other_hosts, selected)
-        pages, fetched_hosts = (
+        pages, fetched_hosts, sitemap_files = (
             {"urls": fetch_list, "state": host_state}
             | "JoinHostState" >> beam.CoGroupByKey()
             | "Fetch" >> beam.ParDo(fetch.FetchHosts(fetch_config_from(settings),
-                                                     int(settings["fetch_threads"])))
-            .with_outputs("hosts", main="pages"))
+                                                     int(settings["fetch_threads"]),
+                                                     bool(settings["sitemaps"])))
+            .with_outputs("hosts", "sitemaps", main="pages"))
         processed = (pages | "Process" >> beam.ParDo(
             ProcessPages(round_no, now, settings, url_filter))
             .with_outputs("results", "pages", "links", "filtered", main="visited"))
@@ -193,8 +194,11 @@ def build_round(p, crawl, prev, round_no, settings, now, plan, seeds=(), do_fetc
         visited_fps = visited_tables | "VisitedFps" >> beam.Map(lambda t: t.select(["fp"]))
         result_tables = processed.results | "ResultTables" >> write.RowsToTables(seen.RESULTS)
         page_tables = processed.pages | "PageTables" >> write.RowsToTables(tables.PAGES, 500)
-        link_bundles = processed.links
-        filtered_bundles = processed.filtered
+        sitemap_files = sitemap_files | "FilterSitemaps" >> beam.ParDo(
+            FilterBundles(url_filter)).with_outputs("filtered", main="kept")
+        link_bundles = ((processed.links, sitemap_files.kept) | "AllLinks" >> beam.Flatten())
+        filtered_bundles = ((processed.filtered, sitemap_files.filtered)
+                            | "AllFilteredLinks" >> beam.Flatten())
         new_hosts = ((fetched_hosts | "FetchedHostTables" >> write.RowsToTables(tables.HOSTS),
                       other_hosts) | "AllHosts" >> beam.Flatten())
         stats.append(visited_tables | "VisitedStats" >> beam.Map(_visited_stats))

@@ -34,7 +34,8 @@ OUTCOMES = (OK, NOT_MODIFIED, REDIRECT, HTTP_ERROR, ROBOTS_DENIED, FORBIDDEN_ADD
 SOURCE_SEED = "seed"
 SOURCE_LINK = "link"
 SOURCE_REDIRECT = "redirect"
-SOURCE_SITEMAP = "sitemap"
+SOURCE_SITEMAP = "sitemap"            # a page listed in a sitemap
+SOURCE_SITEMAP_FILE = "sitemap_file"  # a sitemap (or sitemap index) document itself
 
 FRONTIER = pa.schema([
     ("fp", pa.int64()),
@@ -43,7 +44,7 @@ FRONTIER = pa.schema([
     ("depth", pa.int32()),              # link distance from the nearest seed
     ("score", pa.float64()),            # strategy score: generate sorts by it, descending
     ("discovered_round", pa.int32()),
-    ("source", pa.string()),            # seed / link / redirect / sitemap
+    ("source", pa.string()),            # seed / link / redirect / sitemap / sitemap_file
     ("first_parent", pa.string()),      # URL of the first page seen linking here (null for seeds)
     ("inlinks", pa.int64()),            # distinct known pages linking here
     ("anchors", pa.list_(pa.string())), # up to MAX_ANCHORS anchor texts, first seen first

@@ -18,7 +18,9 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from pipelines import faults
+from schemas import tables
 from transforms import fetcher as fetcher_mod
+from transforms import urls as urls_mod
 
 # Frontier columns a fetched page carries forward into its visited row and its links.
 CARRIED = ("fp", "url", "host", "depth", "discovered_round", "first_parent", "retries",
@@ -34,6 +36,23 @@ def _page(row, result):
     for k in RESULT_FIELDS:
         page[k] = getattr(result, k, None)
     return page
+
+
+def sitemap_bundle(host, rows, old_row, new_row):
+    """Sitemaps to queue after a host's fetch: those its robots.txt lists for the first time
+    (or /sitemap.xml on first contact when it lists none), as a candidates bundle."""
+    if not new_row or new_row.get("robots_fetched_at") == (old_row or {}).get("robots_fetched_at"):
+        return None
+    old = set((old_row or {}).get("sitemaps") or ())
+    urls = [u for u in (new_row.get("sitemaps") or ()) if u not in old]
+    scheme = "https" if rows and str(rows[0]["url"]).startswith("https://") else "http"
+    if old_row is None and not new_row.get("sitemaps"):
+        urls = [f"{scheme}://{host}/sitemap.xml"]
+    urls = [u for u in (urls_mod.normalize(u) for u in urls) if u]
+    if not urls:
+        return None
+    return {"src": f"{scheme}://{host}/robots.txt", "src_fp": 0, "depth": 0,
+            "source": tables.SOURCE_SITEMAP_FILE, "redirects": 0, "dst": urls, "anchor": [""] * len(urls)}
 
 
 def fetch_one_host(fetcher_factory, host, rows, state_row):
@@ -65,7 +84,7 @@ def fetch_one_host(fetcher_factory, host, rows, state_row):
             pages.append(_page(r, fetcher_mod.FetchResult(
                 url=r["url"], fp=r["fp"], fetch_time=now, elapsed_ms=0.0,
                 outcome=fetcher_mod.TRANSIENT, reason="internal_error: no result")))
-    return pages, state.to_row()
+    return pages, state.to_row(), sitemap_bundle(host, rows, state_row, state.to_row())
 
 
 class _FetcherFactory:
@@ -79,11 +98,13 @@ class _FetcherFactory:
 
 
 class FetchHosts(beam.DoFn):
-    """(host, {"urls": [table], "state": [row]}) -> page dicts; host rows on tag `hosts`."""
+    """(host, {"urls": [table], "state": [row]}) -> page dicts; host rows on tag `hosts`,
+    sitemaps to queue on tag `sitemaps`."""
 
-    def __init__(self, config, threads=32):
+    def __init__(self, config, threads=32, sitemaps=True):
         self.config = config
         self.threads = max(1, int(threads))
+        self.sitemaps = sitemaps
 
     def setup(self):
         self._pool = cf.ThreadPoolExecutor(self.threads, thread_name_prefix="fetch")
@@ -93,11 +114,13 @@ class FetchHosts(beam.DoFn):
         self._pending = set()
 
     def _emit(self, fut, windowed):
-        pages, host_row = fut.result()
+        pages, host_row, sitemaps = fut.result()
+        wrap = (lambda v: WindowedValue(v, MIN_TIMESTAMP, [GlobalWindow()])) if windowed else (lambda v: v)
         for p in pages:
-            yield WindowedValue(p, MIN_TIMESTAMP, [GlobalWindow()]) if windowed else p
-        out = WindowedValue(host_row, MIN_TIMESTAMP, [GlobalWindow()]) if windowed else host_row
-        yield beam.pvalue.TaggedOutput("hosts", out)
+            yield wrap(p)
+        yield beam.pvalue.TaggedOutput("hosts", wrap(host_row))
+        if sitemaps and self.sitemaps:
+            yield beam.pvalue.TaggedOutput("sitemaps", wrap(sitemaps))
 
     def process(self, element):
         host, joined = element

@@ -8,6 +8,9 @@ URL filter (transforms.urls) and emits, per page, one element on each of its out
   pages       the stored body (2xx, unless noindex or --store_pages=false)
   links       one element per page with its links as arrays (kept links only)
   filtered    (url, reason) of links the filter dropped
+A fetched sitemap (source sitemap_file) is parsed as a sitemap, not as HTML: its URLs
+become candidates with source `sitemap` and their lastmod; an index's children are
+queued as further sitemap files.
 """
 import hashlib
 
@@ -16,6 +19,7 @@ import apache_beam as beam
 from schemas import tables
 from transforms import fetcher as fetcher_mod
 from transforms import parse as parse_mod
+from transforms import sitemaps as sitemaps_mod
 from transforms import urls as urls_mod
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -62,6 +66,43 @@ def _robots_directives(parsed_meta, header):
     return flags
 
 
+def filter_bundle(bundle, url_filter):
+    """Split a candidates bundle by the URL filter: (kept bundle or None, filtered bundle or None).
+
+    Sitemap documents are judged by scope only: their .xml/.gz extension is not a reason.
+    """
+    urls, anchors = bundle["dst"], bundle.get("anchor") or [""] * len(bundle["dst"])
+    lastmod = bundle.get("lastmod")
+    reasons = url_filter.reasons(urls, [bundle["depth"]] * len(urls))
+    if bundle.get("source") == tables.SOURCE_SITEMAP_FILE:
+        reasons = [None if r == "extension" else r for r in reasons]
+    keep = [i for i, r in enumerate(reasons) if r is None]
+    kept = filtered = None
+    if keep:
+        kept = dict(bundle, dst=[urls[i] for i in keep], anchor=[anchors[i] for i in keep])
+        if lastmod is not None:
+            kept["lastmod"] = [lastmod[i] for i in keep]
+    if len(keep) < len(urls):
+        drop = [i for i, r in enumerate(reasons) if r is not None]
+        filtered = {"src": bundle.get("src"), "url": [urls[i] for i in drop],
+                    "reason": [reasons[i] for i in drop]}
+    return kept, filtered
+
+
+class FilterBundles(beam.DoFn):
+    """Candidates bundles -> kept bundles (main) and filtered bundles (tag `filtered`)."""
+
+    def __init__(self, url_filter):
+        self.url_filter = url_filter
+
+    def process(self, bundle):
+        kept, filtered = filter_bundle(bundle, self.url_filter)
+        if kept:
+            yield kept
+        if filtered:
+            yield beam.pvalue.TaggedOutput("filtered", filtered)
+
+
 class ProcessPages(beam.DoFn):
     def __init__(self, round_no, now, settings, url_filter):
         self.round_no, self.now, self.url_filter = round_no, now, url_filter
@@ -87,13 +128,23 @@ class ProcessPages(beam.DoFn):
                                             "last_modified")}
         visited.update(round=self.round_no, outcome=outcome, reason=reason, bytes=len(body),
                        redirect_to=page.get("redirect_to"))
-        links, anchors = [], []
-        source = tables.SOURCE_LINK
+        bundles = []
         if outcome == tables.REDIRECT and page.get("redirect_to"):
             target = urls_mod.normalize(page["redirect_to"])
             if target:
                 visited["redirect_to"] = target
-                links, anchors, source = [target], [""], tables.SOURCE_REDIRECT
+                bundles.append(self._bundle(page, [target], [""], tables.SOURCE_REDIRECT))
+        elif outcome == tables.OK and body and page.get("source") == tables.SOURCE_SITEMAP_FILE:
+            entries, children = sitemaps_mod.parse_sitemap(body, page["url"])
+            visited["outlinks"] = len(entries) + len(children)
+            entries = [(u, lm) for u, lm in ((urls_mod.normalize(u), lm) for u, lm in entries) if u]
+            children = [u for u in (urls_mod.normalize(u) for u in children) if u]
+            if entries:
+                b = self._bundle(page, [u for u, _ in entries], [""] * len(entries), tables.SOURCE_SITEMAP)
+                b["lastmod"] = [lm for _, lm in entries]
+                bundles.append(b)
+            if children:
+                bundles.append(self._bundle(page, children, [""] * len(children), tables.SOURCE_SITEMAP_FILE))
         elif outcome == tables.OK and body:
             visited["content_fp"] = content_fingerprint(body)
             ctype = (page.get("content_type") or "").lower()
@@ -110,8 +161,8 @@ class ProcessPages(beam.DoFn):
                                    canonical=parsed.canonical, outlinks=len(parsed.links),
                                    meta_robots=",".join(sorted(flags)) or None,
                                    text_fp=content_fingerprint(parsed.text.encode("utf-8")))
-                    if "nofollow" not in flags or self.ignore_meta_nofollow:
-                        links, anchors = parsed.links, parsed.anchors
+                    if parsed.links and ("nofollow" not in flags or self.ignore_meta_nofollow):
+                        bundles.append(self._bundle(page, parsed.links, parsed.anchors, tables.SOURCE_LINK))
                     if "noindex" in flags and not self.ignore_meta_noindex:
                         body = b""
             if self.store_pages and body:
@@ -120,23 +171,19 @@ class ProcessPages(beam.DoFn):
                     "content_type": page.get("content_type"), "body": body})
         yield visited
 
-        if links:
-            is_redirect = source == tables.SOURCE_REDIRECT
-            depth = int(page.get("depth") or 0) + (0 if is_redirect else 1)
-            reasons = self.url_filter.reasons(links, [depth] * len(links))
-            keep_urls, keep_anchors, dropped = [], [], []
-            for url, anchor, why in zip(links, anchors, reasons):
-                if why is None:
-                    keep_urls.append(url)
-                    keep_anchors.append(anchor)
-                else:
-                    dropped.append((url, why))
-            if keep_urls:
-                yield beam.pvalue.TaggedOutput("links", {
-                    "src": page["url"], "src_fp": page["fp"], "depth": depth, "source": source,
-                    "redirects": int(page.get("redirects") or 0) + (1 if is_redirect else 0),
-                    "dst": keep_urls, "anchor": keep_anchors})
-            if dropped:
-                yield beam.pvalue.TaggedOutput("filtered", {
-                    "src": page["url"], "url": [u for u, _ in dropped],
-                    "reason": [r for _, r in dropped]})
+        for bundle in bundles:
+            kept, filtered = filter_bundle(bundle, self.url_filter)
+            if kept:
+                yield beam.pvalue.TaggedOutput("links", kept)
+            if filtered:
+                yield beam.pvalue.TaggedOutput("filtered", filtered)
+
+    @staticmethod
+    def _bundle(page, urls, anchors, source):
+        """A page's candidates: links one hop deeper; redirect and sitemap targets carry the
+        redirect hop count or sit one level below the sitemap."""
+        is_redirect = source == tables.SOURCE_REDIRECT
+        return {"src": page["url"], "src_fp": page["fp"],
+                "depth": int(page.get("depth") or 0) + (0 if is_redirect else 1), "source": source,
+                "redirects": int(page.get("redirects") or 0) + (1 if is_redirect else 0),
+                "dst": list(urls), "anchor": list(anchors)}

@@ -89,9 +89,9 @@ def _aggregate_candidates(cand: pa.Table) -> pa.Table:
     dst = _np(cand.column("dst_fp"))
     first = np.r_[True, dst[1:] != dst[:-1]]
     firsts = cand.filter(pa.array(first))
-    # distinct linking pages per target (self-links and seeds do not count)
+    # distinct linking pages per target (self-links, seeds, redirects and sitemaps do not count)
     pairs = cand.select(["dst_fp", "src_fp"]).filter(
-        pc.and_(pc.not_equal(cand.column("src_fp"), 0),
+        pc.and_(pc.equal(cand.column("source"), tables.SOURCE_LINK),
                 pc.not_equal(cand.column("src_fp"), cand.column("dst_fp"))))
     counts = {}
     if pairs.num_rows:
