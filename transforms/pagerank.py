@@ -32,6 +32,8 @@ import numpy as np
 import apache_beam as beam
 from apache_beam.pvalue import AsSingleton
 
+from strategies.graph import unique
+
 DAMPING = 0.85
 
 
@@ -66,7 +68,7 @@ def split_edges(chunk, num_buckets):
 
 
 def split_nodes(fps, num_buckets):
-    fps = np.unique(np.asarray(fps, dtype=np.int64))
+    fps = unique(np.asarray(fps, dtype=np.int64))
     if len(fps) == 0:
         return
     b = _bucket(fps, num_buckets)
@@ -104,7 +106,7 @@ def build_block(item, num_buckets):
     nodes = [p[1] for p in parts if p[0] == "n"]
     srcs = [p[1] for p in parts if p[0] == "e"]
     dsts = [p[2] for p in parts if p[0] == "e"]
-    nodes = np.unique(np.concatenate(nodes)) if nodes else np.zeros(0, np.int64)
+    nodes = unique(np.concatenate(nodes)) if nodes else np.zeros(0, np.int64)
     n_local = len(nodes)
     if srcs:
         src_local = np.searchsorted(nodes, np.concatenate(srcs))
