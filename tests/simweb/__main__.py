@@ -38,6 +38,13 @@ def main(argv=None):
     e = sub.add_parser("export", help="write the ground truth as Parquet, one file per table")
     _common(e)
     e.add_argument("--out", type=Path, required=True)
+    b = sub.add_parser("bench", help="measure requests/s with wrk against a served web")
+    _common(b)
+    b.add_argument("--duration", type=int, default=10)
+    b.add_argument("--connections", type=int, default=16)
+    b.add_argument("--threads", type=int, default=1)
+    b.add_argument("--urls", type=int, default=5000,
+                   help="distinct random page URLs cycled (more than 20000 defeats the render cache)")
     i = sub.add_parser("info", help="print sizes of the generated web")
     _common(i)
     a = ap.parse_args(argv)
@@ -69,6 +76,10 @@ def main(argv=None):
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
         srv.serve_forever(on_ready=ready)
+        return 0
+    if a.cmd == "bench":
+        from .bench import run
+        run(a.config, a.seed, a.duration, a.threads, a.connections, urls=a.urls)
         return 0
     web = build_web(a.config, a.seed, port=a.port, hostile=a.hostile or None)
     if a.cmd == "export":

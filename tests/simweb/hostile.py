@@ -21,6 +21,19 @@ flaky.simweb.test      the n-th request to the host answers 503 + Retry-After: 1
                        n % flaky_period < 3 (bursts of three), else a page
 metadata.simweb.test   served on 127.169.254.254, the stand-in for a cloud metadata address;
                        a crawler must never connect to it (ground truth hosts.forbidden)
+slow.simweb.test       robots.txt "Crawl-delay: 2" and "Disallow: /private/"; / links /p0..p3.html
+                       and /private/secret.html
+
+hostile.simweb.test also serves (linked from its index unless said otherwise):
+  /gone.html           410;  /missing.html: 404
+  /meta-nofollow.html  <meta name=robots content=nofollow>, links /only-from-nofollow.html
+  /meta-noindex.html   <meta name=robots content=noindex>, links /noindex-target.html
+  /xrobots-nofollow.html, /xrobots-noindex.html   the same directives as an X-Robots-Tag header
+                       (nofollow links /only-from-xrobots-nofollow.html)
+  /utf8-twin.html, /gbk.html (GBK, <meta charset=gbk>), /gb2312.html (GB2312 in the header)
+                       the same Chinese page (title, text, links /twin-a.html, /twin-b.html)
+  /sitemap-laughs.xml  billion-laughs urlset (not linked); /sitemap-xxe.xml: urlset whose
+                       entities point at file:///etc/passwd and at the metadata host (not linked)
 """
 from __future__ import annotations
 
@@ -67,13 +80,47 @@ def bomb_body(n: int) -> bytes:
     return _BOMB[n]
 
 
+SLOW_ROBOTS = b"User-agent: *\nCrawl-delay: 2\nDisallow: /private/\n"
+
+TWIN_TITLE = "\u4e2d\u6587\u7f51\u9875"                       # 中文网页
+TWIN_TEXT = "\u5317\u4eac\u6b22\u8fce\u4f60\uff0c\u8fd9\u662f\u4e00\u4e2a\u4e2d\u6587\u7f51\u9875\u3002"
+TWIN_LINKS = [("/twin-a.html", "\u7b2c\u4e00\u4e2a\u94fe\u63a5"), ("/twin-b.html", "\u7b2c\u4e8c\u4e2a\u94fe\u63a5")]
+
+_LAUGHS = ('<?xml version="1.0"?>\n<!DOCTYPE lolz [\n<!ENTITY lol "lol">\n'
+           + "".join(f'<!ENTITY lol{k} "{("&lol" + (str(k - 1) if k > 1 else "") + ";") * 10}">\n'
+                     for k in range(1, 10))
+           + ']>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+           '<url><loc>{base}/laughs/&lol9;</loc></url><url><loc>{base}/laughs-ok.html</loc></url></urlset>')
+_XXE = ('<?xml version="1.0"?>\n<!DOCTYPE urlset [\n<!ENTITY xxe SYSTEM "file:///etc/passwd">\n'
+        '<!ENTITY net SYSTEM "{meta}/latest/meta-data/">\n]>\n'
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        '<url><loc>{base}/xxe/&xxe;</loc></url><url><loc>{base}/xxe/&net;</loc></url>'
+        '<url><loc>{base}/xxe-ok.html</loc></url></urlset>')
+
+
+def _twin(encoding: str, meta: bool, header: bool):
+    from .model import Response
+    head = f'<meta charset="{encoding}">' if meta else ""
+    items = "".join(f'<li><a href="{h}">{t}</a></li>' for h, t in TWIN_LINKS)
+    doc = (f"<!DOCTYPE html><html><head>{head}<title>{TWIN_TITLE}</title></head>"
+           f"<body><h1>{TWIN_TITLE}</h1><p>{TWIN_TEXT}</p><ul>{items}</ul></body></html>")
+    ctype = f"text/html; charset={encoding}" if header else "text/html"
+    return Response(200, [("Content-Type", ctype)], doc.encode(encoding))
+
+
 def respond(web, host, target: str, headers: dict, now: float):
     from .model import Response
     cfg = web.cfg
     path = target.split("#", 1)[0]
     base = web.base_url
     if path == "/robots.txt":
+        if host.robots != "404":
+            return web.robots_response(host)
         return Response(404, [("Content-Type", "text/html")], b"no robots")
+    if host.kind == "slow":
+        if path.startswith("/private/"):
+            return _ok(_page("Private", []))
+        return _small_site(path, "Slow site", n=4, extra_links=[("/private/secret.html", "Secret")])
     kind = host.kind
     if kind == "metadata":
         return _ok(b'{"iam": {"security-credentials": "FAKE-SECRET-do-not-fetch"}}', "application/json")
@@ -107,8 +154,42 @@ def respond(web, host, target: str, headers: dict, now: float):
                  ("/binary.html", "Binary"),
                  (base("trap.simweb.test") + "/calendar/2026/1/", "Calendar"),
                  (base("ratelimit.simweb.test") + "/", "Rate limited"),
-                 (base("flaky.simweb.test") + "/", "Flaky")]
+                 (base("flaky.simweb.test") + "/", "Flaky"),
+                 (base("slow.simweb.test") + "/", "Crawl-delay 2"),
+                 ("/gone.html", "Gone"), ("/missing.html", "Missing"),
+                 ("/meta-nofollow.html", "Meta nofollow"), ("/meta-noindex.html", "Meta noindex"),
+                 ("/xrobots-nofollow.html", "X-Robots-Tag nofollow"),
+                 ("/xrobots-noindex.html", "X-Robots-Tag noindex"),
+                 ("/utf8-twin.html", "UTF-8 twin"), ("/gbk.html", "GBK twin"),
+                 ("/gb2312.html", "GB2312 twin")]
         return _ok(_page("Hostile host", links))
+    if path == "/gone.html":
+        return Response(410, [("Content-Type", "text/html")], b"<html><body>Gone</body></html>")
+    if path in ("/meta-nofollow.html", "/meta-noindex.html"):
+        d = path[6:-5]
+        target = "/only-from-nofollow.html" if d == "nofollow" else "/noindex-target.html"
+        return _ok(_page(f"Meta {d}", [(target, "target")])
+                   .replace(b"<title>", f'<meta name="robots" content="{d}"><title>'.encode(), 1))
+    if path in ("/xrobots-nofollow.html", "/xrobots-noindex.html"):
+        d = path[9:-5]
+        target = "/only-from-xrobots-nofollow.html" if d == "nofollow" else "/xrobots-noindex-target.html"
+        r = _ok(_page(f"X-Robots-Tag {d}", [(target, "target")]))
+        r.headers.append(("X-Robots-Tag", d))
+        return r
+    if path in ("/only-from-nofollow.html", "/noindex-target.html", "/only-from-xrobots-nofollow.html",
+                "/xrobots-noindex-target.html", "/twin-a.html", "/twin-b.html"):
+        return _ok(_page("Target", []))
+    if path == "/utf8-twin.html":
+        return _twin("utf-8", True, True)
+    if path == "/gbk.html":
+        return _twin("gbk", True, False)
+    if path == "/gb2312.html":
+        return _twin("gb2312", False, True)
+    if path == "/sitemap-laughs.xml":
+        return _ok(_LAUGHS.replace("{base}", base(host.name)).encode(), "application/xml")
+    if path == "/sitemap-xxe.xml":
+        body = _XXE.replace("{base}", base(host.name)).replace("{meta}", base("metadata.simweb.test"))
+        return _ok(body.encode(), "application/xml")
     if path == "/trickle":
         n = int(cfg.trickle_seconds)
         return Response(200, [("Content-Type", "text/html"), ("Content-Length", str(n))],
@@ -159,12 +240,12 @@ def respond(web, host, target: str, headers: dict, now: float):
     return Response(404, [("Content-Type", "text/html")], b"not found")
 
 
-def _small_site(path, title):
+def _small_site(path, title, n=10, extra_links=()):
     from .model import Response
-    pages = [f"/p{k}.html" for k in range(10)]
+    pages = [f"/p{k}.html" for k in range(n)]
     if path != "/" and path not in pages:
         return Response(404, [("Content-Type", "text/html")], b"not found")
-    return _ok(_page(title, [(p, f"{title} page {k}") for k, p in enumerate(pages)]))
+    return _ok(_page(title, [(p, f"{title} page {k}") for k, p in enumerate(pages)] + list(extra_links)))
 
 
 def _calendar(path):

@@ -70,7 +70,7 @@ class Host:
     idx: int
     name: str
     addr: str
-    kind: str                     # regular | robots | mirror | jobs | hostile | trap | ratelimit | flaky | metadata
+    kind: str                     # regular | robots | mirror | jobs | hostile | trap | ratelimit | flaky | metadata | slow
     robots: str = "rules"         # one of ROBOTS_VARIANTS
     template: int = 0             # robots rules template for "rules"/"redirect"/"huge"
     gzip: bool = False
@@ -114,6 +114,7 @@ class SimWeb:
         self.hosts: list[Host] = []
         self.by_name: dict[str, Host] = {}
         self._render_cache: OrderedDict = OrderedDict()
+        self._pools: dict = {}
         self._truth_cache: dict = {}
         self._build()
 
@@ -444,6 +445,8 @@ class SimWeb:
                 self.hostile_hosts.append(self._add_host(f"{name}.{DOMAIN}", name, robots="404"))
             self.hostile_hosts.append(self._add_host(f"metadata.{DOMAIN}", "metadata", robots="404",
                                                      addr=FORBIDDEN_ADDR, forbidden=True))
+            # added last so that the hosts above keep their addresses
+            self.hostile_hosts.append(self._add_host(f"slow.{DOMAIN}", "slow", robots="crawldelay"))
         # special links placed on the root page of site0
         self.special_links = []   # (url-path-on-host, host, anchor)
         for mh in self.mirrors:
@@ -473,24 +476,34 @@ class SimWeb:
             return f"{label}: {t} {host_tag}-{local}"
         return f"{t} {host_tag}-{local}"
 
+    def _pool(self, topic: int, enc: str):
+        key = (topic, enc)
+        pool = self._pools.get(key)
+        if pool is None:
+            vocab = words.topic_words(topic)
+            parts = [(vocab, 0.55)]
+            if enc == "gbk":
+                parts.append((words.chinese_words(topic), 0.20))
+            elif enc == "iso-8859-1":
+                parts.append((words.LATIN1, 0.15))
+            rest = 1.0 - sum(p for _, p in parts)
+            parts.append((words.FILLER, rest))
+            population, cum, acc = [], [], 0.0
+            for ws, p in parts:
+                for w in ws:
+                    acc += p / len(ws)
+                    population.append(w)
+                    cum.append(acc)
+            pool = self._pools[key] = (population, cum)
+        return pool
+
     def _text(self, i: int, version: int) -> list[str]:
         """Paragraphs of page i at change version ``version``."""
-        vocab = words.topic_words(int(self.topic[i]))
         r = random.Random(_u64(self.seed, i, version, 2))
-        enc = ENCODINGS[self.encoding[i]][0]
+        population, cum = self._pool(int(self.topic[i]), ENCODINGS[self.encoding[i]][0])
         paras = []
-        for p in range(r.randint(2, 4)):
-            ws = []
-            for _ in range(r.randint(15, 40)):
-                x = r.random()
-                if x < 0.55:
-                    ws.append(r.choice(vocab))
-                elif enc == "gbk" and x < 0.75:
-                    ws.append(r.choice(words.chinese_words(int(self.topic[i]))))
-                elif enc == "iso-8859-1" and x < 0.7:
-                    ws.append(r.choice(words.LATIN1))
-                else:
-                    ws.append(r.choice(words.FILLER))
+        for p in range(2 + int(r.random() * 3)):
+            ws = r.choices(population, cum_weights=cum, k=15 + int(r.random() * 26))
             paras.append(" ".join(ws).capitalize() + ".")
         return paras
 
@@ -559,6 +572,9 @@ class SimWeb:
 
     def robots_response(self, h: Host) -> Response:
         v = h.robots
+        if v == "crawldelay":     # slow.simweb.test (hostile only): Crawl-delay 2, /private/ off
+            from .hostile import SLOW_ROBOTS
+            return Response(200, [("Content-Type", "text/plain")], SLOW_ROBOTS)
         if v == "404":
             return self._simple(404, b"<html><body>no robots here</body></html>")
         if v == "500":
@@ -618,7 +634,7 @@ class SimWeb:
             host = self.by_name[host.lower()]
         headers = headers or {}
         now = self.clock() if now is None else now
-        if host.kind in ("hostile", "trap", "ratelimit", "flaky", "metadata"):
+        if host.kind in ("hostile", "trap", "ratelimit", "flaky", "metadata", "slow"):
             from . import hostile
             r = hostile.respond(self, host, target, headers, now)
         elif host.kind == "jobs":
@@ -753,12 +769,15 @@ class SimWeb:
         elif i % 9 == 0:
             head.append(f'<link rel="canonical" href="http://{_mixed_case(self.netloc(canon_host.name))}{own_path}">')
         links_a, links_area, links_if, links_frame = [], [], [], []
-        for e in self.outlinks(o):
-            d = int(self.e_dst[e])
-            href = html.escape(self.href(i, serving, d, int(self.e_style[e]), bool(self.e_qrev[e]),
-                                         base_dir), quote=True)
-            anchor = html.escape(self.titles[d])
-            t = self.e_tag[e]
+        a_, b_ = int(self.e_ptr[o]), int(self.e_ptr[o + 1])
+        titles = self.titles
+        for d, style, qrev, t, nof in zip(self.e_dst[a_:b_].tolist(), self.e_style[a_:b_].tolist(),
+                                          self.e_qrev[a_:b_].tolist(), self.e_tag[a_:b_].tolist(),
+                                          self.e_nof[a_:b_].tolist()):
+            href = self.href(i, serving, d, style, qrev, base_dir)
+            if "&" in href:
+                href = href.replace("&", "&amp;")
+            anchor = titles[d]   # titles are made of plain words: nothing to escape
             if t == TAG_REFRESH:
                 head.append(f'<meta http-equiv="refresh" content="30; url={href}">')
             elif t == TAG_AREA:
@@ -768,7 +787,7 @@ class SimWeb:
             elif t == TAG_FRAME:
                 links_frame.append(f'<frame src="{href}" title="{anchor}">')
             else:
-                rel = ' rel="nofollow"' if self.e_nof[e] else ""
+                rel = ' rel="nofollow"' if nof else ""
                 links_a.append(f'<li><a href="{href}"{rel}>{anchor}</a></li>')
         if self.paths[i] == "/" and serving.idx == 0:
             for sh, p, anchor in self.special_links:

@@ -32,7 +32,7 @@ def _collect(expected_by_fp, tol):
 
 def test_beam_pagerank_equals_in_memory_step_for_step_and_converged():
     s, d, n, fps = _graph()
-    steps = 25
+    steps = 20
     exact = pagerank(s, d, n, tol=0.0, max_iter=steps)             # same number of steps
     conv = pagerank(s, d, n, tol=1e-14)
     assert np.abs(exact - conv).sum() < 1e-6
@@ -47,11 +47,11 @@ def test_beam_pagerank_equals_in_memory_step_for_step_and_converged():
 def test_isolated_nodes_and_arrow_chunks():
     # 0 -> 1, 1 -> 2, 2 -> 0 plus isolated node 3 given only as a node
     src, dst = np.array([10, 11, 12]), np.array([11, 12, 10])
-    ref = pagerank(np.array([0, 1, 2]), np.array([1, 2, 0]), 4, tol=0.0, max_iter=20)
+    ref = pagerank(np.array([0, 1, 2]), np.array([1, 2, 0]), 4, tol=0.0, max_iter=10)
     with TestPipeline(runner="FnApiRunner") as p:
         edges = p | "E" >> beam.Create([pa.table({"src_fp": src, "dst_fp": dst})])
         nodes = p | "N" >> beam.Create([np.array([13, 10])])
-        ranks = edges | PageRank(iterations=20, num_buckets=3, nodes=nodes)
+        ranks = edges | PageRank(iterations=10, num_buckets=3, nodes=nodes)
         assert_that(ranks, _collect({10: ref[0], 11: ref[1], 12: ref[2], 13: ref[3]}, 1e-12))
         tables = ranks | RanksToTables()
         assert_that(tables | beam.Map(lambda t: t.num_rows) | beam.CombineGlobally(sum),

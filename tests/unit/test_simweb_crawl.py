@@ -81,3 +81,23 @@ def test_canonical_forms():
         "http://site1.simweb.test/b/~x?z=1&a=2"
     assert canonical("../c.html", "http://h:8080/a/b/x.html") == "http://h:8080/a/c.html"
     assert canonical("mailto:x@y") is None
+
+
+@pytest.mark.slow
+def test_exhaustive_crawl_of_the_medium_web_matches_the_ground_truth():
+    web = build_web("medium", seed=2)
+    srv = SimWebServer(web).start()
+    try:
+        gt = web.ground_truth()
+        c = RefCrawler(srv.hostmap_lines, max_pages=20000, max_seconds=120).crawl(web.seeds)
+    finally:
+        srv.stop()
+    reachable = set(gt["reachable"].column("url").to_pylist())
+    assert {u for u, s in c.fetched.items() if s in (200, 301)} == reachable
+    links = gt["links"].to_pydict()
+    truth = {}
+    for s, d, nf in zip(links["src"], links["dst"], links["nofollow"]):
+        if not nf:
+            truth.setdefault(s, set()).add(d)
+    for src, outs in c.links.items():
+        assert {d for d, _, _ in outs} == truth.get(src, set()), src

@@ -273,6 +273,8 @@ def test_filter_batch_depth_forms():
     assert f.reasons(urls, np.array([0, 5], dtype=np.int32)) == [None, "extension"]
     with pytest.raises(ValueError):
         f.reasons(urls, [1])
+    import pyarrow as pa
+    assert f.reasons(pa.array(urls), pa.array([2, 0], pa.int32())) == ["depth", "extension"]
 
 
 # ---------------------------------------------------------------- properties
