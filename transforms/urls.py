@@ -399,12 +399,20 @@ class UrlFilter:
 
     def reasons(self, urls: Sequence[str], depths=None) -> list[str | None]:
         """[reason(u, d) for u, d in zip(urls, depths)]; `depths` may be None (all 0), an
-        int (same for all) or a sequence / numpy array as long as `urls`."""
+        int (same for all) or a sequence / numpy / pyarrow array as long as `urls` (which may
+        be a pyarrow string array too)."""
         n = len(urls)
         if depths is None or isinstance(depths, (int, np.integer)):
             depths = [0 if depths is None else int(depths)] * n
-        elif len(depths) != n:
-            raise ValueError(f"{n} urls but {len(depths)} depths")
+        else:
+            if hasattr(depths, "to_pylist"):  # pyarrow array / chunked array
+                depths = depths.to_pylist()
+            elif isinstance(depths, np.ndarray):
+                depths = depths.tolist()
+            if len(depths) != n:
+                raise ValueError(f"{n} urls but {len(depths)} depths")
+        if hasattr(urls, "to_pylist"):
+            urls = urls.to_pylist()
         hosts, domains, allow, deny, exts = self._c
         if hosts is not None or domains is not None or allow or deny:
             reason = self.reason
