@@ -255,7 +255,9 @@ def fingerprint(canonical_url: str) -> int:
 
 
 def fingerprints(urls: Sequence[str]) -> np.ndarray:
-    """int64 array: fingerprint() of each URL, in order."""
+    """int64 array: fingerprint() of each URL, in order (a pyarrow string array works too)."""
+    if hasattr(urls, "to_pylist"):
+        urls = urls.to_pylist()
     digests = b"".join([blake2b(u.encode("utf-8", "surrogatepass"), digest_size=8).digest()
                         for u in urls])
     return np.frombuffer(digests, dtype="<i8").astype(np.int64, copy=False)

@@ -179,6 +179,8 @@ def test_fingerprints_batch():
     assert arr.dtype == np.int64 and arr.shape == (3,)
     assert arr.tolist() == [fingerprint(u) for u in urls]
     assert fingerprints([]).shape == (0,)
+    import pyarrow as pa
+    assert fingerprints(pa.array(urls)).tolist() == arr.tolist()
 
 
 @pytest.mark.parametrize("url, key", [
