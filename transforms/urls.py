@@ -3,9 +3,12 @@
 Every URL that enters crawl state goes through `normalize` (seeds, redirects) or `resolve`
 (links found in pages), so two spellings of one resource get one fingerprint.
 
-Parsing is WHATWG URL parsing (what browsers do), by ada (`ada-url`), called through its C
-API directly: one parse per URL, no Python URL objects. On top of the WHATWG serialisation,
-the canonical form is stricter (all deliberate, all idempotent):
+Parsing is WHATWG URL parsing (what browsers do), by ada (`ada-url`), called through the
+cffi binding of its C API that the package itself is built on (``ada_url._ada_wrapper``):
+one parse per URL, no Python URL objects, the canonical form cut from ada's serialisation.
+For links in pages use `classify_many` (one call per page, reasons for dropped links) and
+`encode_query` (legacy-encoded pages). On top of the WHATWG serialisation, the canonical
+form is stricter (all deliberate, all idempotent):
 
 - only http and https URLs are kept; anything else is None;
 - the fragment is dropped (it never reaches the server);
@@ -35,8 +38,8 @@ import numpy as np
 from ada_url._ada_wrapper import ffi as _ffi, lib as _lib
 
 __all__ = [
-    "normalize", "resolve", "resolve_many", "classify", "classify_many", "encode_query", "fingerprint", "fingerprints",
-    "host_key", "UrlFilter", "REASONS", "DEFAULT_DENY_EXTENSIONS",
+    "normalize", "resolve", "resolve_many", "classify", "classify_many", "encode_query",
+    "fingerprint", "fingerprints", "host_key", "UrlFilter", "REASONS", "DEFAULT_DENY_EXTENSIONS",
 ]
 
 # --------------------------------------------------------------------------------------
