@@ -5,7 +5,8 @@ elements; links are resolved with `transforms.urls.classify` (WHATWG, via ada) a
 document's base URL, so a link here is the URL a browser would follow, in canonical form.
 
 What counts as a link: ``a[href]``, ``area[href]``, ``frame[src]``, ``iframe[src]`` and the
-target of ``<meta http-equiv=refresh>``. ``<link rel=canonical>`` is recorded, not followed.
+target of ``<meta http-equiv=refresh>``, also inside ``<noscript>`` but not inside
+``<template>`` (inert in browsers). ``<link rel=canonical>`` is recorded, not followed.
 ``<base href>``: the first one with an http(s) result wins (resolved against the page URL);
 it applies to all links of the document, also those before it, as in browsers.
 
@@ -63,7 +64,7 @@ class ParsedPage:
 
 
 _LINK_TAGS = ("a", "area", "frame", "iframe", "meta", "base", "link", "title")
-_HIDDEN_TAGS = ("script", "style", "noscript", "template")
+_HIDDEN_TAGS = ("script", "style", "noscript")  # and template, removed before links
 _UTF = frozenset(["utf-8", "utf-16-le", "utf-16-be", ""])
 _tls = threading.local()
 
@@ -178,6 +179,7 @@ def _parse(text, charset, url, honour_nofollow, ignore_meta_nofollow, ua_token) 
     if root is None:
         return _empty(url, charset)
 
+    etree.strip_elements(root, "template", with_tail=False)  # inert content, as in browsers
     raw = []            # (href, anchor) in document order; anchor None = refresh
     nofollow = 0
     base_href = None

@@ -143,6 +143,12 @@ def test_meta_robots_directives_are_collected_lower_case():
     assert p.meta_robots == "noindex nofollow" and p.links == []
 
 
+def test_links_in_template_are_inert_links_in_noscript_count():
+    html = """<template><a href="/tpl">t</a><meta name="robots" content="nofollow"></template>
+    <noscript><a href="/nos">n</a></noscript><script>document.write('<a href="/js">')</script>"""
+    assert links_of(html) == ["http://www.example.com/nos"]
+
+
 def test_svg_links():
     html = '<svg><a xlink:href="/svg-link"><text>S</text></a><a href="/svg2">T</a></svg>'
     assert links_of(html) == ["http://www.example.com/svg-link", "http://www.example.com/svg2"]
