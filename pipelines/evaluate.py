@@ -21,8 +21,12 @@ from 0 to 50 % of the pages, divided by 0.5: the diagonal scores 0.25), and the 
 "hot" pages (the top `--hot_fraction` by true PageRank: the share of them crawled). Writes
 curves.parquet (one row per strategy and percent) and summary.parquet to --out.
 
-Seeds: a boolean `seed`/`is_seed` column of pages, else rows with depth 0, else
-`--seed_urls`, else the first page; generated graphs carry their own seeds.
+Seeds: `--seed_urls`, else seeds.parquet (url) in the --graph directory (as the simulated
+web exports it), else a boolean `seed`/`is_seed` column of pages, else pages with depth 0,
+else the first page; generated graphs carry their own seeds. Pages with
+robots_allowed = false are discovered but never fetched; links with nofollow = true are
+not followed and pages.redirect_to counts as a link (the simulated web's follow graph). Percentages are of all pages in
+the graph, so a crawl that cannot reach everything ends below 100 %.
 """
 from __future__ import annotations
 
@@ -61,6 +65,7 @@ class EvalGraph:
     seeds: np.ndarray
     fps: np.ndarray = None     # int64 per node (node id unless given)
     truth: np.ndarray = None   # true PageRank
+    fetchable: np.ndarray = None  # bool per node (False: e.g. disallowed by robots.txt)
 
     def __post_init__(self):
         if self.fps is None:
@@ -68,6 +73,8 @@ class EvalGraph:
             # node numbering (generated graphs number home pages first)
             self.fps = splitmix64(np.arange(self.n, dtype=np.uint64)
                                   ^ np.uint64(0x5EEDF00D)).view(np.int64)
+        if self.fetchable is None:
+            self.fetchable = np.ones(self.n, bool)
 
 
 def build_graph(src, dst, n, urls=None, hosts=None, seeds=None, tol=1e-12) -> EvalGraph:
@@ -99,8 +106,9 @@ def _host_of_url(urls: pa.Array) -> pa.Array:
     return pc.replace_substring_regex(rest, r"[/?#].*$", "")
 
 
-def load_graph(pages=None, links=None, edges=None, seed_urls=None) -> EvalGraph:
-    """Pages + links Parquet (url strings), or an edge list (src, dst: ints or strings)."""
+def load_graph(pages=None, links=None, edges=None, seed_urls=None, seeds=None) -> EvalGraph:
+    """Pages + links Parquet (url strings), or an edge list (src, dst: ints or strings).
+    seeds: optional Parquet with a `url` column (the simulated web's seeds.parquet)."""
     if edges is not None:
         t = pq.read_table(edges)
         sc, dc = _edge_cols(t)
@@ -119,8 +127,17 @@ def load_graph(pages=None, links=None, edges=None, seed_urls=None) -> EvalGraph:
     pt = pq.read_table(pages)
     lt = pq.read_table(links)
     sc, dc = _edge_cols(lt)
+    if "nofollow" in lt.column_names:           # the crawler does not follow rel=nofollow
+        lt = lt.filter(pc.invert(pc.fill_null(lt.column("nofollow"), False)))
+    if "redirect_to" in pt.column_names:        # a redirect is an edge to its target
+        r = pt.filter(pc.is_valid(pt.column("redirect_to")))
+        lt = pa.table({sc: pa.chunked_array([lt.column(sc).cast(pa.string()),
+                                             r.column("url").cast(pa.string())]),
+                       dc: pa.chunked_array([lt.column(dc).cast(pa.string()),
+                                             r.column("redirect_to").cast(pa.string())])})
+    seed_tab = pq.read_table(seeds, columns=["url"]).column("url") if seeds else None
     return _from_url_edges(pt.column("url").combine_chunks(), lt.column(sc), lt.column(dc),
-                           pt, seed_urls)
+                           pt, seed_urls, seed_tab)
 
 
 def _edge_cols(t):
@@ -131,15 +148,23 @@ def _edge_cols(t):
     raise ValueError(f"no (src, dst) columns in {t.column_names}")
 
 
-def _from_url_edges(urls, s, d, pages_table, seed_urls):
+def _from_url_edges(urls, s, d, pages_table, seed_urls, seed_tab=None):
     urls = pa.chunked_array([urls, pa.chunked_array([s]).combine_chunks(),
                              pa.chunked_array([d]).combine_chunks()]).combine_chunks().unique()
     n = len(urls)
     si = pc.index_in(s, value_set=urls).to_numpy(zero_copy_only=False).astype(np.int64)
     di = pc.index_in(d, value_set=urls).to_numpy(zero_copy_only=False).astype(np.int64)
     hosts = None
-    seed_mask_urls = None
+    seed_mask_urls = seed_tab
+    fetchable = None
     if pages_table is not None:
+        if "robots_allowed" in pages_table.column_names:
+            idx = pc.index_in(pages_table.column("url"), value_set=urls).to_numpy(
+                zero_copy_only=False)
+            ok = pc.fill_null(pages_table.column("robots_allowed"), True).to_numpy(
+                zero_copy_only=False)
+            fetchable = np.ones(n, bool)
+            fetchable[idx[~ok].astype(np.int64)] = False
         if "host" in pages_table.column_names:
             idx = pc.index_in(pages_table.column("url"), value_set=urls)
             hosts_arr = _host_of_url(urls).to_pylist()
@@ -148,12 +173,14 @@ def _from_url_edges(urls, s, d, pages_table, seed_urls):
                     hosts_arr[i] = h
             hosts = hosts_arr
         for col in ("seed", "is_seed"):
+            if seed_mask_urls is not None:
+                break
             if col in pages_table.column_names:
                 mask = pc.fill_null(pages_table.column(col), False)
                 seed_mask_urls = pages_table.filter(mask).column("url")
                 break
         else:
-            if "depth" in pages_table.column_names:
+            if seed_mask_urls is None and "depth" in pages_table.column_names:
                 mask = pc.equal(pages_table.column("depth"), 0)
                 seed_mask_urls = pages_table.filter(pc.fill_null(mask, False)).column("url")
     if hosts is None:
@@ -162,7 +189,10 @@ def _from_url_edges(urls, s, d, pages_table, seed_urls):
     if seed_mask_urls is not None and len(seed_mask_urls):
         seeds = pc.index_in(seed_mask_urls, value_set=urls).drop_null().to_numpy()
     seeds = _seed_ids(seeds, n, urls.to_pylist() if seed_urls else None, seed_urls)
-    return build_graph(si, di, n, urls=urls, hosts=hosts, seeds=seeds)
+    g = build_graph(si, di, n, urls=urls, hosts=hosts, seeds=seeds)
+    if fetchable is not None:
+        g.fetchable = fetchable
+    return g
 
 
 def _seed_ids(seeds, n, names, seed_urls):
@@ -225,7 +255,7 @@ def simulate(g: EvalGraph, strategy: str, batch_size=1000, per_host_cap=100,
     limit = max_pages or n
     cols = set(order_obj.columns) | ({"host"} if order_obj.needs_host_counts else set())
     while n_fetched < limit:
-        pending = np.flatnonzero(known & ~fetched)
+        pending = np.flatnonzero(known & ~fetched & g.fetchable)
         if len(pending) == 0:
             break
         if order_obj.needs_graph:
@@ -290,6 +320,7 @@ def simulate(g: EvalGraph, strategy: str, batch_size=1000, per_host_cap=100,
             opic.cash, opic.history, opic.virtual_cash, opic.virtual_history = c, h, vc, vh
     order = np.concatenate(fetch_order) if fetch_order else np.zeros(0, np.int64)
     info = {"pagerank_runs": pr_runs} if order_obj.needs_graph else {}
+    info["batch_sizes"] = [len(b) for b in fetch_order]
     if opic is not None:
         info["opic_cash_total"] = opic.cash.sum() + opic.virtual_cash
     return CrawlResult(strategy, order, step, time.time() - t0, info)
@@ -338,7 +369,8 @@ def evaluate(g: EvalGraph, strategies=DEFAULT_STRATEGIES, hot_fraction=0.1, log=
                              pr_share=float(pr_c[p]), hot_share=float(hot_c[p])))
         if log:
             log(f"  {name:20s} AUC@50={auc:.4f} hotAUC@50={auc_hot:.4f} "
-                f"batches={r.batches} {r.seconds:.1f}s {r.info or ''}")
+                f"batches={r.batches} {r.seconds:.1f}s "
+                f"{ {k: v for k, v in r.info.items() if k != 'batch_sizes'} or ''}")
     return pa.Table.from_pylist(summary), pa.Table.from_pylist(rows)
 
 
@@ -433,7 +465,9 @@ def main(argv=None):
     if a.generate:
         g = generated_graph(a.generate, seed=a.graph_seed)
     elif a.graph:
-        g = load_graph(_find(a.graph, "pages"), _find(a.graph, "links"), seed_urls=a.seed_urls)
+        sp = os.path.join(a.graph, "seeds.parquet")
+        g = load_graph(_find(a.graph, "pages"), _find(a.graph, "links"), seed_urls=a.seed_urls,
+                       seeds=sp if os.path.exists(sp) else None)
     elif a.pages and a.links:
         g = load_graph(a.pages, a.links, seed_urls=a.seed_urls)
     elif a.edges:
