@@ -765,7 +765,8 @@ class SimWeb:
             head.append(f'<base href="http://{self.netloc(serving.name)}{base_dir}/">')
         canon_host = serving if serving.kind != "mirror" else self.hosts[serving.mirror_of]
         if self.query_page[i]:
-            head.append(f'<link rel="canonical" href="http://{self.netloc(canon_host.name)}{own_path}">')
+            head.append(f'<link rel="canonical" href="http://{self.netloc(canon_host.name)}'
+                        f'{html.escape(own_path)}">')
         elif i % 9 == 0:
             head.append(f'<link rel="canonical" href="http://{_mixed_case(self.netloc(canon_host.name))}{own_path}">')
         links_a, links_area, links_if, links_frame = [], [], [], []

@@ -263,3 +263,39 @@ def test_refuses_non_loopback_addresses():
     web = build_web("small", seed=1, addr_prefix="10.0")
     with pytest.raises(ValueError):
         SimWebServer(web).start()
+
+
+def _words(body):
+    import lxml.html
+    return set(lxml.html.fromstring(body).text_content().split())
+
+
+def test_near_duplicates_and_mirrors_are_served_as_recorded(served):
+    web, srv, c, _ = served
+    p = web.ground_truth()["pages"].to_pydict()
+    near = [(u, d) for u, d, k in zip(p["url"], p["is_duplicate_of"], p["dup_kind"]) if k == "near"]
+    mirror = [(u, d) for u, d, k, kind in zip(p["url"], p["is_duplicate_of"], p["dup_kind"], p["kind"])
+              if k == "mirror" and kind == "html"]
+    assert near and mirror
+    for u, d in near:
+        a, b = _words(c.get(u).content), _words(c.get(d).content)
+        jacc = len(a & b) / len(a | b)
+        assert 0.7 < jacc < 1.0, (u, d, jacc)
+    for u, d in mirror[:10]:
+        a, b = c.get(u), c.get(d)
+        assert a.status_code == b.status_code == 200
+        assert _words(a.content) == _words(b.content)
+
+
+def test_query_parameter_order_variants_serve_the_same_page(served):
+    web, srv, c, _ = served
+    p = web.ground_truth()["pages"].to_pydict()
+    variants = [(u, d) for u, d, k in zip(p["url"], p["is_duplicate_of"], p["dup_kind"]) if k == "query_order"]
+    assert variants
+    for u, d in variants:
+        a, b = c.get(u), c.get(d)
+        assert a.status_code == b.status_code == 200 and a.headers["ETag"] == b.headers["ETag"]
+        # the canonical link names the sorted order (on the original host, also from mirrors)
+        path = d.split("/", 3)[3].replace("&", "&amp;")
+        assert f'rel="canonical" href="http://'.encode() in a.content
+        assert f'{path}">'.encode() in a.content
