@@ -148,3 +148,57 @@ def opic_visit(state: OpicState, fetched_mask, src, dst, **kw) -> OpicState:
 def opic_estimate(cash, history, total_history: float) -> np.ndarray:
     """(H + C) / (G + 1) per page."""
     return (np.asarray(history) + np.asarray(cash)) / (total_history + 1.0)
+
+
+def opic_round(page_fp, cash, history, fetched_fp, src_fp, dst_fp, *,
+               virtual_history: float = 0.0, damping: float | None = DAMPING):
+    """One crawl round's OPIC update, on URL fingerprints (what the round pipeline holds).
+
+    page_fp, cash, history: every known page — visited ∪ frontier, this round's new URLs
+      included with cash 0, history 0 — and its state (frontier/visited cash & history).
+    fetched_fp: pages fetched this round; src_fp -> dst_fp: their out-links (this round's
+      links table). Links to pages that are not in page_fp (e.g. filtered URLs) pay their
+      share to the virtual page, so no cash is lost.
+    Returns (cash, history, virtual_history), aligned with page_fp. The virtual page is
+    visited at the end (its cash spread over all known pages), so its cash is always 0
+    between rounds and `virtual_history` is the only scalar to keep (report.json).
+    Seeds injected at the start share one unit of cash (opic_init); URLs added later
+    (new seeds, sitemaps) start with 0 and receive cash from linkers and the virtual page.
+    """
+    page_fp = np.asarray(page_fp, dtype=np.int64)
+    order = np.argsort(page_fp, kind="stable")
+    keys = page_fp[order]
+
+    def ids(fps):
+        fps = np.asarray(fps, dtype=np.int64)
+        if len(keys) == 0:
+            return np.full(len(fps), -1)
+        pos = np.clip(np.searchsorted(keys, fps), 0, len(keys) - 1)
+        return np.where(keys[pos] == fps, order[pos], -1)
+
+    n = len(page_fp)
+    fetched = np.zeros(n, bool)
+    f = ids(fetched_fp)
+    fetched[f[f >= 0]] = True
+    s, d = ids(src_fp), ids(dst_fp)
+    ok_src = s >= 0
+    s, d = s[ok_src], d[ok_src]
+    outdeg = np.bincount(s, minlength=n).astype(np.float64)   # all links, unknown dst too
+    known_dst = d >= 0
+    return_cash, history_new, vcash, vhist = opic_distribute(
+        cash, history, fetched, s[known_dst], d[known_dst], virtual_history=virtual_history,
+        damping=damping, outdeg=outdeg, visit_virtual=False)
+    # shares of links to unknown pages: to the virtual page
+    paid = np.where(fetched, np.asarray(cash, dtype=np.float64), 0.0)
+    lost = s[~known_dst]
+    if len(lost):
+        has = outdeg > 0
+        if damping is None:
+            per = np.divide(paid, outdeg + 1.0, out=np.zeros(n), where=has)
+        else:
+            per = np.divide(paid * damping, outdeg, out=np.zeros(n), where=has)
+        vcash += float(per[lost].sum())
+    if n and vcash:
+        return_cash = return_cash + vcash / n
+        vhist += vcash
+    return return_cash, history_new, vhist

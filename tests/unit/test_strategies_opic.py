@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from strategies.graph import dedupe_edges, l1, pagerank
-from strategies.opic import OpicState, opic_distribute, opic_estimate, opic_init, opic_visit
+from strategies.opic import (OpicState, opic_distribute, opic_estimate, opic_init, opic_round,
+                             opic_visit)
 
 
 def _graph(n=300, m=1500, seed=0):
@@ -79,3 +80,20 @@ def test_state_grows_with_new_pages():
                        np.array([0.7, 0.4, 0, 0]) / 1.3)
     with pytest.raises(ValueError):
         opic_init(3, seeds=[])
+
+
+def test_round_update_on_fingerprints_conserves_cash_with_unknown_targets():
+    page_fp = np.array([500, -7, 42, 9])             # any int64 fps, any order
+    st = opic_init(4, seeds=[0, 1])                  # 500 and -7 are the seeds
+    cash, hist, vh = st.cash, st.history, 0.0
+    # round 1: fetch both seeds; 500 links to 42 and to a filtered URL 77; -7 has no links
+    cash, hist, vh = opic_round(page_fp, cash, hist, [500, -7], [500, 500], [42, 77],
+                                virtual_history=vh)
+    assert abs(cash.sum() - 1.0) < 1e-12
+    assert hist.tolist() == [0.5, 0.5, 0.0, 0.0]
+    assert cash[2] > cash[3] > 0                     # 42 got a link share, 9 only virtual
+    # round 2: fetch 42 (links back to 500)
+    cash, hist, vh = opic_round(page_fp, cash, hist, [42], [42], [500], virtual_history=vh)
+    assert abs(cash.sum() - 1.0) < 1e-12
+    est = opic_estimate(cash, hist, hist.sum() + vh)
+    assert abs(est.sum() + vh / (hist.sum() + vh + 1) - 1.0) < 1e-12
