@@ -55,19 +55,23 @@ class UrlImportance(Ordering):
 
 
 class Preference(Ordering):
-    """I(P) = X·IB(P) + Y·IL(P); IB = inlinks / ib_scale (default: the frontier's max)."""
+    """I(P) = X·IB(P) + Y·IL(P) (Cho et al.'s importance metric).
+
+    IB is the known in-link count squashed to [0, 1) as inlinks / (inlinks + ib_scale), so
+    a row's score depends on its own columns only (the round scores per bucket) while the
+    order by IB alone stays the backlink order. IL is url_importance, in [0, 1].
+    """
     name = "preference"
     columns = ("inlinks", "url")
 
     @classmethod
     def params(cls):
-        return {"x": 1.0, "y": 1.0, "ib_scale": None}
+        return {"x": 1.0, "y": 1.0, "ib_scale": 5.0}
 
     def score(self, frontier, graph=None):
         inl = column(frontier, "inlinks")
-        scale = self.ib_scale or (inl.max() if len(inl) else 1.0) or 1.0
-        return float(self.x) * inl / float(scale) + float(self.y) * url_importance(
-            frontier.column("url"))
+        ib = inl / (inl + float(self.ib_scale))
+        return float(self.x) * ib + float(self.y) * url_importance(frontier.column("url"))
 
 
 class LargerSitesFirst(Ordering):

@@ -64,11 +64,15 @@ def test_url_importance_prefers_com_home_and_few_slashes():
 
 def test_preference_mixes_backlinks_and_url_importance(frontier):
     il = url_importance(frontier.column("url"))
-    ib = np.array([5, 1, 3, 0, 0]) / 5
+    inl = np.array([5, 1, 3, 0, 0])
+    ib = inl / (inl + 5.0)
     s = get_ordering("preference", x=2.0, y=0.5).score(frontier)
     assert np.allclose(s, 2.0 * ib + 0.5 * il)
     only_il = get_ordering("preference", x=0.0, y=1.0).score(frontier)
     assert np.allclose(only_il, il)
+    # per-row: scoring a subset (one URL-seen bucket) gives the same scores for its rows
+    part = get_ordering("preference", x=2.0, y=0.5).score(frontier.slice(1, 2))
+    assert np.allclose(part, s[1:3])
 
 
 def test_larger_sites_first_takes_the_host_with_most_pending_urls(frontier):
