@@ -57,7 +57,7 @@ def main(argv=None):
             web.clock = FileClock(a.clock_file, start)
         elif a.clock == "sim":
             web.clock = SimClock(start)
-        srv = SimWebServer(web, log_path=a.log)
+        srv = SimWebServer(web, log_path=a.log, keep_requests=0)
 
         def ready(srv):
             if a.export:

@@ -2,7 +2,8 @@
 
 simweb_small     session-scoped SimWebProcess of the ``small`` web, seed 1, real clock
 simweb_factory   function-scoped factory: ``simweb_factory(config, seed=1, hostile=False,
-                 clock_file=False, sim_start=None)``; every web it starts is stopped at teardown
+                 clock_file=False, sim_start=None, **overrides)`` (overrides are SimConfig
+                 fields, e.g. ``trickle_seconds=3``); every web it starts is stopped at teardown
 """
 from __future__ import annotations
 

@@ -135,6 +135,12 @@ class SimWeb:
         n = self.cfg.seed_hosts or self.cfg.n_hosts
         return [self.url(self.hosts[h].start) for h in range(min(n, self.cfg.n_hosts))]
 
+    @property
+    def forbidden_addrs(self) -> list[str]:
+        """Addresses a crawler under test must never connect to (stand-ins for private /
+        metadata addresses; only present with hostile hosts)."""
+        return [h.addr for h in self.hosts if h.forbidden]
+
     def hostmap_lines(self) -> list[str]:
         port = self.port or 80
         return [f"{h.name}:{port}:{h.addr}" for h in self.hosts]

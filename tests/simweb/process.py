@@ -23,11 +23,20 @@ class SimWebProcess:
 
     def __init__(self, config="small", seed: int = 1, hostile: bool = False, workdir=None,
                  clock_file: "bool | Path | None" = None, sim_start: float | None = None,
-                 timeout: float = 120.0, extra_args=()):
+                 timeout: float = 120.0, extra_args=(), **overrides):
+        """``config``: preset name, JSON file or dict; ``overrides``: SimConfig fields
+        (e.g. ``trickle_seconds=3``), written with the config to ``workdir/config.json``."""
+        import json
         from .model import build_web
-        self.config, self.seed, self.hostile = config, seed, hostile
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="simweb-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
+        if isinstance(config, dict) or overrides:
+            d = dict(config) if isinstance(config, dict) else {"base": str(config)}
+            d.update(overrides)
+            cfg_file = self.workdir / "config.json"
+            cfg_file.write_text(json.dumps(d))
+            config = str(cfg_file)
+        self.config, self.seed, self.hostile = config, seed, hostile
         self.hostmap_file = self.workdir / "hostmap.txt"
         self.log_path = self.workdir / "requests.jsonl"
         if self.hostmap_file.exists():
@@ -71,6 +80,10 @@ class SimWebProcess:
         if self._truth is None:
             self._truth = self.web.ground_truth()
         return self._truth
+
+    @property
+    def forbidden_addrs(self) -> list[str]:
+        return self.web.forbidden_addrs
 
     @property
     def resolve_arg(self) -> str:

@@ -38,7 +38,7 @@ class RequestLog:
     """Appends one JSON object per request to a file (flushed per request) and keeps them
     in memory (``records``) for in-process tests."""
 
-    def __init__(self, path: "Path | None", keep: int = 1_000_000):
+    def __init__(self, path: "Path | None", keep: int = 200_000):
         self.path = Path(path) if path else None
         self._f = open(self.path, "a", encoding="utf-8") if self.path else None
         self.records: list[dict] = []
@@ -137,9 +137,11 @@ class _Conn(asyncio.Protocol):
 class SimWebServer:
     """Serve ``web`` on its host addresses. ``start()``/``stop()`` (background thread)."""
 
-    def __init__(self, web: SimWeb, log_path=None, port: "int | None" = None):
+    def __init__(self, web: SimWeb, log_path=None, port: "int | None" = None,
+                 keep_requests: int = 200_000):
+        """``keep_requests``: how many log records ``requests`` keeps in memory."""
         self.web = web
-        self.log = RequestLog(log_path)
+        self.log = RequestLog(log_path, keep=keep_requests)
         self.port = web.port if port is None else port
         self.loop: asyncio.AbstractEventLoop | None = None
         self._thread = None

@@ -100,6 +100,7 @@ def test_redirect_to_forbidden_address(hostile):
     hosts = gt["hosts"].to_pydict()
     forbidden = {h: a for h, a, f in zip(hosts["host"], hosts["addr"], hosts["forbidden"]) if f}
     assert forbidden == {"metadata.simweb.test": "127.169.254.254"}
+    assert web.forbidden_addrs == ["127.169.254.254"]
     r = c.get(u(web, "hostile", "/go/metadata"))
     assert r.status_code == 302 and r.headers["Location"].startswith("http://metadata.simweb.test:")
     r = c.get(u(web, "hostile", "/go/numeric"))

@@ -91,3 +91,14 @@ def test_cli_serve_prints_the_hostmap(tmp_path):
     finally:
         p.send_signal(signal.SIGINT)
         assert p.wait(10) == 0
+
+
+def test_factory_accepts_config_overrides(simweb_factory):
+    w = simweb_factory("small", seed=1, hostile=True, trickle_seconds=2, n_mirrors=0)
+    assert w.web.cfg.trickle_seconds == 2 and not w.web.mirrors
+    assert any(l.startswith("hostile.simweb.test:") for l in w.hostmap_lines)
+    assert not any(l.startswith("mirror0.") for l in w.hostmap_lines)
+    c = RefCrawler(w.hostmap_lines, timeout=5)
+    t = time.time()
+    r = c.get(f"http://hostile.simweb.test:{w.port}/trickle")
+    assert r.content == b"xx" and time.time() - t < 5
