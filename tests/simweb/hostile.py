@@ -34,6 +34,8 @@ hostile.simweb.test also serves (linked from its index unless said otherwise):
                        the same Chinese page (title, text, links /twin-a.html, /twin-b.html)
   /sitemap-laughs.xml  billion-laughs urlset (not linked); /sitemap-xxe.xml: urlset whose
                        entities point at file:///etc/passwd and at the metadata host (not linked)
+  /sitemap.xml         sitemap index of those two (what a crawler tries when robots.txt names
+                       no sitemap); their harmless entries /laughs-ok.html, /xxe-ok.html are pages
 """
 from __future__ import annotations
 
@@ -185,6 +187,15 @@ def respond(web, host, target: str, headers: dict, now: float):
         return _twin("gbk", True, False)
     if path == "/gb2312.html":
         return _twin("gb2312", False, True)
+    if path == "/sitemap.xml":
+        b = base(host.name)
+        xml = ('<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex xmlns='
+               '"http://www.sitemaps.org/schemas/sitemap/0.9">'
+               f"<sitemap><loc>{b}/sitemap-laughs.xml</loc></sitemap>"
+               f"<sitemap><loc>{b}/sitemap-xxe.xml</loc></sitemap></sitemapindex>")
+        return _ok(xml.encode(), "application/xml")
+    if path in ("/laughs-ok.html", "/xxe-ok.html"):
+        return _ok(_page("Sitemap entry", []))
     if path == "/sitemap-laughs.xml":
         return _ok(_LAUGHS.replace("{base}", base(host.name)).encode(), "application/xml")
     if path == "/sitemap-xxe.xml":

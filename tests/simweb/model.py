@@ -660,6 +660,8 @@ class SimWeb:
 
     def _respond_graph(self, host: Host, target: str, headers: dict, now: float) -> Response:
         path = target.split("#", 1)[0]
+        if "%" in path or "/." in path:
+            path = _normalise_target(path)
         if path == "/robots.txt":
             return self.robots_response(host)
         if path == "/robots-moved.txt" and host.robots == "redirect":
@@ -877,6 +879,31 @@ class SimWeb:
             from .deepweb import make_records
             self._records = make_records(self)
         return self._records
+
+
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def _normalise_target(target: str) -> str:
+    """Decode percent-encoded unreserved characters and resolve dot segments of a request
+    target, as a real server would before routing."""
+    import re
+    path, sep, query = target.partition("?")
+
+    def rep(m):
+        c = chr(int(m.group(1), 16))
+        return c if c in _UNRESERVED else "%" + m.group(1).upper()
+    path = re.sub(r"%([0-9A-Fa-f]{2})", rep, path)
+    segs = []
+    for seg in path.split("/")[1:]:
+        if seg == "..":
+            if segs:
+                segs.pop()
+        elif seg != ".":
+            segs.append(seg)
+    if path.endswith(("/..", "/.")):
+        segs.append("")
+    return "/" + "/".join(segs) + sep + query
 
 
 def _w3c(t: float) -> str:

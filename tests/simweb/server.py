@@ -108,9 +108,15 @@ class _Conn(asyncio.Protocol):
                 k, sep, v = ln.partition(":")
                 if sep:
                     hdrs[k.strip().lower()] = v.strip()
-            clen = int(hdrs.get("content-length", "0") or 0)
+            try:
+                clen = int(hdrs.get("content-length", "0") or 0)
+            except ValueError:
+                clen = 0
             if clen:
-                self.buf = self.buf[clen:]  # bodies are ignored (GET/HEAD site)
+                if len(self.buf) < clen:   # wait for the whole body (ignored: GET/HEAD site)
+                    self.buf = head.encode("latin-1") + b"\r\n\r\n" + self.buf
+                    return
+                self.buf = self.buf[clen:]
             close = hdrs.get("connection", "").lower() == "close" or version == "HTTP/1.0"
             self.srv._handle(self, method, target, hdrs, close, start)
 

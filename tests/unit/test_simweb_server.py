@@ -299,3 +299,36 @@ def test_query_parameter_order_variants_serve_the_same_page(served):
         path = d.split("/", 3)[3].replace("&", "&amp;")
         assert f'rel="canonical" href="http://'.encode() in a.content
         assert f'{path}">'.encode() in a.content
+
+
+def test_server_routes_unnormalised_targets_like_a_real_server(served):
+    web, srv, c, _ = served
+    i = next(i for i in range(web.N) if web.kind[i] == HTML and web.paths[i].startswith("/news/"))
+    p = web.paths[i]
+    for target in ("/%6Eews" + p[5:], "/x/.." + p, "/news/./" + p[6:]):
+        r = c.session.get(f"http://{web.hosts[web.page_host[i]].addr}:{srv.port}{target}",
+                          headers={"Host": web.hosts[web.page_host[i]].name}, timeout=5, allow_redirects=False)
+        assert r.status_code == 200, target
+
+
+def test_pipelined_requests_and_post_bodies(served):
+    import socket
+    web, srv, c, _ = served
+    s = socket.create_connection((web.hosts[0].addr, srv.port), timeout=5)
+    try:
+        req = (b"POST / HTTP/1.1\r\nHost: site0.simweb.test\r\nContent-Length: 5\r\n\r\nhel")
+        s.sendall(req)
+        time.sleep(0.1)
+        s.sendall(b"lo" + b"GET /robots.txt HTTP/1.1\r\nHost: site0.simweb.test\r\n\r\n"
+                  b"GET / HTTP/1.1\r\nHost: site0.simweb.test\r\nConnection: close\r\n\r\n")
+        data = b""
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        s.close()
+    assert data.count(b"HTTP/1.1 ") == 3
+    assert data.startswith(b"HTTP/1.1 405") and b"HTTP/1.1 200 OK" in data
