@@ -96,6 +96,7 @@ class RefCrawler:
             host, port, addr = line.strip().rsplit(":", 2)
             self.addr[(host.lower(), int(port))] = addr
         self.session = requests.Session()
+        self.session.trust_env = False   # never route loopback requests through an env proxy
         self.session.headers["User-Agent"] = user_agent
         self.timeout = timeout
         self.max_pages = max_pages

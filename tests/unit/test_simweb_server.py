@@ -34,7 +34,7 @@ def test_every_host_listens_on_its_own_loopback_address(served):
     for line in srv.hostmap_lines:
         host, port, addr = line.split(":")
         assert int(port) == srv.port == web.port
-        r = requests.get(f"http://{addr}:{port}/robots.txt", headers={"Host": host}, timeout=5,
+        r = c.session.get(f"http://{addr}:{port}/robots.txt", headers={"Host": host}, timeout=5,
                          allow_redirects=False)
         assert r.status_code in (200, 301, 404, 500)
         req = srv.requests[-1]
@@ -44,7 +44,7 @@ def test_every_host_listens_on_its_own_loopback_address(served):
 def test_host_header_is_case_insensitive(served):
     web, srv, c, _ = served
     addr = web.hosts[0].addr
-    r = requests.get(f"http://{addr}:{srv.port}/", headers={"Host": f"SITE0.SimWeb.Test:{srv.port}"}, timeout=5,
+    r = c.session.get(f"http://{addr}:{srv.port}/", headers={"Host": f"SITE0.SimWeb.Test:{srv.port}"}, timeout=5,
                      allow_redirects=False)
     assert r.status_code == 200 and b"site0-0" in r.content
 
@@ -208,7 +208,7 @@ def test_head_and_404_and_unknown_method(served):
                        allow_redirects=False)
     assert h.status_code == 200 and h.content == b"" and int(h.headers["Content-Length"]) > 0
     assert c.get(url(web, "site0.simweb.test", "/no/such/page")).status_code == 404
-    p = requests.post(f"http://{web.hosts[0].addr}:{srv.port}/", data=b"x", timeout=5, allow_redirects=False)
+    p = c.session.post(f"http://{web.hosts[0].addr}:{srv.port}/", data=b"x", timeout=5, allow_redirects=False)
     assert p.status_code == 405
 
 

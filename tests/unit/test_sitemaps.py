@@ -65,6 +65,36 @@ def test_xxe_does_not_read_files(tmp_path):
     assert not any("TOPSECRET" in loc for loc, _ in entries)
 
 
+def test_entity_bomb_does_not_lose_the_other_entries():
+    # libxml2 stops at its amplification limit even with entities unresolved; the DOCTYPE is
+    # dropped first, so the bomb's reference is inert and the following entries survive
+    ents = "".join(f'<!ENTITY l{i} "{("&l%d;" % (i - 1)) * 10}">' for i in range(1, 10))
+    body = (f'<?xml version="1.0"?>\n<!DOCTYPE u [\n<!ENTITY l0 "lol">{ents}\n]>\n'
+            f"<urlset><url><loc>http://a.test/&l9;</loc></url>"
+            f"<url><loc>http://a.test/ok</loc></url></urlset>").encode()
+    entries, _ = parse_sitemap(body, "http://a.test/")
+    assert [loc for loc, _ in entries] == ["http://a.test/", "http://a.test/ok"]
+
+
+def test_xxe_sitemap_keeps_its_plain_entries(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOPSECRET")
+    body = (f'<?xml version="1.0"?><!doctype u [<!ENTITY xxe SYSTEM "file://{secret}">'
+            f'<!ENTITY net SYSTEM "http://127.0.0.1:9/x">]>'
+            f"<urlset><url><loc>http://a.test/&xxe;</loc></url><url><loc>http://a.test/&net;</loc></url>"
+            f"<url><loc>http://a.test/ok</loc></url></urlset>").encode()
+    entries, _ = parse_sitemap(body, "http://a.test/")
+    assert [loc for loc, _ in entries] == ["http://a.test/", "http://a.test/", "http://a.test/ok"]
+
+
+def test_doctype_without_internal_subset_and_unterminated_doctype():
+    body = b'<!DOCTYPE urlset SYSTEM "http://127.0.0.1:9/x.dtd"><urlset><url><loc>http://a.test/1</loc></url></urlset>'
+    assert parse_sitemap(body, "http://a.test/") == ([("http://a.test/1", None)], [])
+    body = b'<!DOCTYPE u [ <!ENTITY x "y"> <urlset><url><loc>http://a.test/1</loc></url></urlset>'
+    entries, _ = parse_sitemap(body, "http://a.test/")      # never raises; nothing expanded
+    assert all("y" not in loc[len("http://a.test/"):] for loc, _ in entries)
+
+
 def test_text_sitemap():
     body = b"http://a.test/1\r\nhttps://a.test/2\nnot a url\nftp://a.test/3\n"
     assert parse_sitemap(body, "http://a.test/") == ([("http://a.test/1", None), ("https://a.test/2", None)], [])
