@@ -7,8 +7,9 @@
 Safety: a gzip body (detected by its magic bytes, whatever the Content-Type says) is
 inflated with a bound (`max_bytes`, 50 MiB = the protocol's uncompressed limit); the XML
 is parsed by lxml with entity resolution, DTD loading and network access off and
-huge_tree off, so a billion-laughs document does not expand and an XXE entity cannot
-read a file or reach the network. A plain-text sitemap (one URL per line) is accepted
+huge_tree off, and the DOCTYPE is dropped before parsing, so a billion-laughs document
+does not expand (and keeps its other entries) and an XXE entity cannot read a file or
+reach the network. A plain-text sitemap (one URL per line) is accepted
 too. Element names are matched by local name, so a sitemap with a wrong or missing
 namespace still works. Locations are resolved against `base_url`; only http(s) URLs are
 kept; at most `max_urls` (50,000, the protocol's limit) of each kind.
@@ -32,6 +33,28 @@ def _parser() -> etree.XMLParser:
     return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False,
                            dtd_validation=False, huge_tree=False, recover=True,
                            remove_comments=True, remove_pis=True)
+
+
+_DOCTYPE = re.compile(rb"<!DOCTYPE(?:[^\[>]|\[.*?\]\s*)*>", re.S | re.I)
+_FIRST_ELEMENT = re.compile(rb"<[A-Za-z_]")
+
+
+def _drop_doctype(body: bytes) -> bytes:
+    """The document without its DOCTYPE (a sitemap needs none). The parser already refuses
+    to expand entities, but libxml2 still stops at an entity bomb's amplification limit, which
+    would lose every entry after it; without the declarations, each reference is just an
+    undefined entity that contributes nothing."""
+    first = _FIRST_ELEMENT.search(body)
+    end = first.start() if first else len(body)
+    i = body.find(b"<!DOCTYPE", 0, end)
+    if i < 0:
+        i = body.upper().find(b"<!DOCTYPE", 0, end)
+        if i < 0:
+            return body
+    m = _DOCTYPE.match(body, i)
+    if m is None:
+        return body
+    return body[:i] + body[m.end():]
 
 
 _DATE_ONLY = re.compile(r"^(\d{4})(?:-(\d{2}))?(?:-(\d{2}))?$")
@@ -108,7 +131,7 @@ def parse_sitemap(body: bytes, base_url: str, max_bytes: int = MAX_SITEMAP_BYTES
     if not stripped.startswith(b"<"):
         return _parse_text(stripped, base_url, max_urls), []
     try:
-        root = etree.fromstring(stripped, _parser())
+        root = etree.fromstring(_drop_doctype(stripped), _parser())
     except (etree.XMLSyntaxError, ValueError):
         return [], []
     if root is None:
