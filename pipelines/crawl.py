@@ -21,7 +21,7 @@ def run_crawl(argv, out=print):
     c = parsed.view_as(opts.CrawlOptions)
     if c.rounds is None and c.max_total_pages is None and not c.until_empty:
         raise CrawlStateError("say when to stop: --rounds R, --max_total_pages P or --until_empty")
-    crawl = CrawlDir(parsed.view_as(opts.CrawlDirOptions).crawl_dir)
+    crawl = CrawlDir(opts.crawl_dir_of(parsed))
     crawl.read_config()
     last = crawl.last_committed()
     downloaded = crawl.read_report(last)["page_sets"]["downloaded"] if last is not None else 0

@@ -42,10 +42,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from strategies.graph import CrawlGraph, dedupe_edges, l1, pagerank, unique
+from strategies.graph import CrawlGraph, dedupe_edges, l1, pagerank, splitmix64_ids, unique
 from strategies.opic import opic_distribute, opic_init
 from strategies.ordering import ORDERINGS, get_ordering
-from strategies.ordering.base import splitmix64
 from transforms.generate import select as generate_select
 
 DEFAULT_STRATEGIES = ("omniscient", "opic", "larger_sites_first", "partial_pagerank", "bfs",
@@ -71,8 +70,7 @@ class EvalGraph:
         if self.fps is None:
             # hashed like real URL fingerprints, so fp tie-breaks are uncorrelated with
             # node numbering (generated graphs number home pages first)
-            self.fps = splitmix64(np.arange(self.n, dtype=np.uint64)
-                                  ^ np.uint64(0x5EEDF00D)).view(np.int64)
+            self.fps = splitmix64_ids(self.n)
         if self.fetchable is None:
             self.fetchable = np.ones(self.n, bool)
 

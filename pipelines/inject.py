@@ -52,7 +52,7 @@ def seed_bundles(raw_urls, url_filter):
 
 def run_inject(argv):
     parsed = PipelineOptions(argv)
-    crawl = CrawlDir(parsed.view_as(opts.CrawlDirOptions).crawl_dir)
+    crawl = CrawlDir(opts.crawl_dir_of(parsed))
     inject = parsed.view_as(opts.InjectOptions)
     raw = list(inject.seed or [])
     if inject.seeds:

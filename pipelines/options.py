@@ -117,8 +117,10 @@ def effective_round_settings(options, argv, crawl_defaults):
 class CrawlDirOptions(PipelineOptions):
     @classmethod
     def _add_argparse_args(cls, parser):
-        parser.add_argument("--crawl_dir", required=True,
-                            help="Crawl directory: a local path or any Beam filesystem (gs://, s3://, ...).")
+        # Not argparse-required: Beam parses every registered options class on any
+        # PipelineOptions (tests included); the entry points check it via crawl_dir_of().
+        parser.add_argument("--crawl_dir", default=None,
+                            help="Crawl directory: a local path or any Beam filesystem (gs://, s3://, ...). Required.")
 
 
 class RoundOptions(PipelineOptions):
@@ -144,6 +146,14 @@ class CrawlOptions(PipelineOptions):
                             help="Stop once this many URLs have been visited in total.")
         parser.add_argument("--until_empty", action="store_true",
                             help="Run rounds until the frontier has nothing due.")
+
+
+def crawl_dir_of(options):
+    path = options.view_as(CrawlDirOptions).crawl_dir
+    if not path:
+        from pipelines.crawldir import CrawlStateError
+        raise CrawlStateError("--crawl_dir is required (a local path or gs://, s3://, ... URL)")
+    return path
 
 
 def now_or(value):

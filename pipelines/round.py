@@ -277,7 +277,7 @@ def run_pipeline(builder, argv):
 def run_round(argv, seeds=None, crawl_defaults_override=None):
     """Run the next round of the crawl named by argv's --crawl_dir; return its report."""
     parsed = PipelineOptions(argv)
-    crawl = CrawlDir(parsed.view_as(opts.CrawlDirOptions).crawl_dir)
+    crawl = CrawlDir(opts.crawl_dir_of(parsed))
     config = crawl.read_config()
     prev = crawl.last_committed()
     if prev is None:

@@ -148,9 +148,9 @@ class ProcessPages(beam.DoFn):
         elif outcome == tables.OK and body:
             visited["content_fp"] = content_fingerprint(body)
             ctype = (page.get("content_type") or "").lower()
-            if ctype in HTML_TYPES or (not ctype and not parse_mod.looks_binary(body)):
+            if ctype in HTML_TYPES or not ctype:
                 if parse_mod.looks_binary(body):
-                    visited["reason"] = "binary body served as html"
+                    visited["reason"] = "binary body served as html" if ctype else "binary body"
                 else:
                     parsed = parse_mod.parse_html(
                         body, page["url"], page.get("content_type_header"),
