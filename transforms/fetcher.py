@@ -18,7 +18,7 @@ Defaults (`FetchConfig`), in line with Nutch / StormCrawler / Heritrix:
 | max_redirects             | 5            | hops the pipeline follows (it counts them: a 3xx is returned as REDIRECT, never followed here); robots.txt follows up to 5 hops itself |
 | max_crawl_delay           | 30 s         | a robots Crawl-delay above this defers the host (all URLs TRANSIENT 'crawl_delay_too_long') |
 | robots_ttl                | 86400 s      | robots.txt cached in the host state this long                   |
-| retry_after_cap           | 120 s        | 429/503 Retry-After up to this: pause the host and retry the URL once; longer: the host's remaining URLs wait for a later round |
+| retry_after_cap           | 120 s        | 429/503 Retry-After up to this: pause the host, retry the URL once, and keep at least that gap (at most max_crawl_delay) between the host's requests for the rest of the round; longer: the host's remaining URLs wait for a later round |
 | max_consecutive_failures  | 5            | this many consecutive failed requests in a round park the host (remaining URLs TRANSIENT 'host_parked', no requests) |
 | obey_robots               | True         | fetch and obey robots.txt                                       |
 | allow_loopback            | False        | let 127.0.0.0/8 and ::1 through the address guard (tests, simulated web) |
@@ -439,6 +439,7 @@ class _Round:
         self.policy: robotsmod.RobotsPolicy | None = None
         self.robots_block: str | None = None     # reason every remaining URL waits
         self.paused_for: float | None = None     # Retry-After beyond the cap
+        self.slow_down = 0.0                     # gap a honoured Retry-After asked for
 
 
 class HostFetcher:
@@ -503,7 +504,7 @@ class HostFetcher:
     # -- politeness
 
     def _delay(self, rnd: _Round) -> float:
-        base = max(self.config.delay_per_host, rnd.crawl_delay or 0.0)
+        base = max(self.config.delay_per_host, rnd.crawl_delay or 0.0, rnd.slow_down)
         if rnd.failures:
             cap = max(base, self.config.max_crawl_delay)
             return min(base * (2 ** rnd.failures), cap)
@@ -823,6 +824,8 @@ class HostFetcher:
             if res.reason == "retry_after":
                 if res.retry_after <= cfg.retry_after_cap:
                     rnd.not_before = self.clock() + res.retry_after
+                    # the server said we were too fast: not that fast again this round
+                    rnd.slow_down = max(rnd.slow_down, min(res.retry_after, cfg.max_crawl_delay))
                     res = self._fetch_page(req, state, rnd)   # once, after the pause
                 if res.reason == "retry_after":
                     rnd.paused_for = res.retry_after

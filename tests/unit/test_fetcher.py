@@ -293,6 +293,43 @@ def test_429_retry_after_pauses_the_host_and_retries_once():
     assert len(t) == 2 and t[1] - t[0] >= 0.95
 
 
+def test_honoured_retry_after_slows_the_rest_of_the_hosts_round():
+    with LocalServer({**NO_ROBOTS, "/a": sequence(status(429, headers={"Retry-After": "1"}), page(b"ok")),
+                      "*": page(b"ok")}) as srv:
+        results, _ = fetch(srv, ["/a", "/b", "/c"], delay_per_host=0.05)
+        t = [x for p in ("/a", "/b", "/c") for x in srv.times(p)]
+    assert [r.outcome for r in results] == [OK, OK, OK]
+    assert len(t) == 4 and min(gaps(t)) >= 0.95     # not back to 0.05 s after the 429
+
+
+class _SkipClock:
+    """Real time plus whatever was 'slept': sleeps are recorded, not waited."""
+
+    def __init__(self):
+        self.offset, self.sleeps = 0.0, []
+
+    def __call__(self):
+        return time.time() + self.offset
+
+    def sleep(self, s):
+        self.sleeps.append(s)
+        self.offset += s
+
+
+def test_retry_after_slow_down_is_capped_at_max_crawl_delay():
+    clock = _SkipClock()
+    with LocalServer({**NO_ROBOTS, "/a": sequence(status(503, headers={"Retry-After": "100"}), page(b"ok")),
+                      "*": page(b"ok")}) as srv:
+        config = loopback_config({"site.test": srv}, delay_per_host=0.05, max_crawl_delay=5)
+        with HostFetcher(config, clock=clock, sleep=clock.sleep) as f:
+            results, _ = f.fetch_host(f"site.test:{srv.port}", [
+                FetchRequest(f"http://site.test:{srv.port}{p}", i) for i, p in enumerate(["/a", "/b"])], None)
+    assert [r.outcome for r in results] == [OK, OK]
+    # after robots.txt: the delay; then the Retry-After pause; then the capped slow-down
+    assert clock.sleeps == [pytest.approx(0.05, abs=0.05), pytest.approx(100, abs=0.5),
+                            pytest.approx(5, abs=0.5)]
+
+
 def test_retry_after_beyond_the_cap_pauses_the_rest_of_the_host():
     with LocalServer({**NO_ROBOTS, "*": status(503, headers={"Retry-After": "3600"})}) as srv:
         results, _ = fetch(srv, ["/a", "/b", "/c"], retry_after_cap=120)
