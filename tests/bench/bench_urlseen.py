@@ -1,0 +1,222 @@
+"""URL-seen at scale: the bucketed `UrlSeen` CoGroupByKey vs DuckDB's anti-join.
+
+    .venv/bin/python -m tests.bench.bench_urlseen --visited 1000000 10000000
+
+For each size N it writes, with numpy, a visited table of N random 64-bit fingerprints
+(Parquet files of 1 M rows, like per-round deltas, in row groups of 128 k rows) and a
+link table of N/5 new links, half of them to already visited URLs (the other half fresh),
+each with a URL string, a source page and an anchor, as `transforms.seen.CANDIDATES`.
+Then, each in its own (spawned) child process so peak RSS is per run:
+
+  urlseen  the round's URL-seen step on the FnApiRunner (the DirectRunner path): visited
+           read with `ReadAllFromParquetBatched(columns=['fp'])`, links read in batches,
+           `transforms.seen.UrlSeen` with round.py's bucket count (rows / 200 k, >= 4),
+           new frontier written to Parquet;
+  duckdb   `SELECT DISTINCT dst_fp FROM links ANTI JOIN visited` on the same Parquet
+           (2 threads, the machine's cores).
+
+It reports wall time (pipeline construction to last file written; DuckDB query to
+result) and peak RSS of each child (`ru_maxrss` of the child itself), and checks that the
+new frontier's fingerprints are set-equal to DuckDB's anti-join. Not a test: run it by hand.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing as mp
+import os
+import resource
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+FILE_ROWS = 1_000_000
+ROW_GROUP = 128 * 1024
+BUCKET_ROWS = 200_000   # as pipelines.round
+MIN_BUCKETS = 4
+
+
+def make_data(root: Path, n_visited: int, seed: int = 1, link_share: float = 0.2,
+              seen_share: float = 0.5):
+    """Write visited/*.parquet and links/*.parquet under root; return their file lists."""
+    from transforms.seen import CANDIDATES
+    rng = np.random.default_rng(seed)
+    visited = rng.integers(-2**63, 2**63 - 1, size=n_visited, dtype=np.int64)
+    (root / "visited").mkdir(parents=True, exist_ok=True)
+    (root / "links").mkdir(parents=True, exist_ok=True)
+    vfiles = []
+    for k, start in enumerate(range(0, n_visited, FILE_ROWS)):
+        f = root / "visited" / f"part-{k:05d}.parquet"
+        pq.write_table(pa.table({"fp": visited[start:start + FILE_ROWS]}), f,
+                       row_group_size=ROW_GROUP)
+        vfiles.append(str(f))
+    n_links = int(n_visited * link_share)
+    n_seen = int(n_links * seen_share)
+    dst = np.concatenate([rng.choice(visited, size=n_seen, replace=False),
+                          rng.integers(-2**63, 2**63 - 1, size=n_links - n_seen, dtype=np.int64)])
+    rng.shuffle(dst)
+    src = rng.choice(visited, size=n_links)
+    lfiles = []
+    for k, start in enumerate(range(0, n_links, FILE_ROWS)):
+        d = dst[start:start + FILE_ROWS]
+        s = src[start:start + FILE_ROWS]
+        n = len(d)
+        hosts = (d.view(np.uint64) % np.uint64(5000)).astype(np.int64)
+        host_s = pa.array([f"h{h}.example" for h in hosts.tolist()], pa.string())
+        url_s = pa.array([f"http://h{h}.example/p/{x & 0xffffffffff:x}"
+                          for h, x in zip(hosts.tolist(), d.tolist())], pa.string())
+        t = pa.Table.from_arrays([
+            pa.array(d), url_s, host_s, pa.array(np.ones(n, np.int32)), pa.array(s),
+            pa.array([f"http://src.example/{x & 0xffffffff:x}" for x in s.tolist()], pa.string()),
+            pa.array([f"anchor {x % 97}" for x in (s & 0xffff).tolist()], pa.string()),
+            pa.array(["link"] * n, pa.string()), pa.array(np.zeros(n, np.int32)),
+            pa.nulls(n, pa.float64())], schema=CANDIDATES)
+        f = root / "links" / f"part-{k:05d}.parquet"
+        pq.write_table(t, f, row_group_size=ROW_GROUP)
+        lfiles.append(str(f))
+    return vfiles, lfiles
+
+
+def _peak_rss_mib() -> float:
+    self_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    kids_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return max(self_kib, kids_kib) / 1024.0
+
+
+class _WriteFps:
+    """Writes the fp column of each frontier table to its own Parquet file."""
+
+    def __init__(self, out_dir):
+        self.out_dir = out_dir
+
+    def __call__(self, table):
+        import uuid
+        pq.write_table(table.select(["fp"]), os.path.join(self.out_dir, f"{uuid.uuid4().hex}.parquet"))
+        return table.num_rows
+
+
+def run_urlseen(vfiles, lfiles, out_dir, buckets, queue):
+    import apache_beam as beam
+    from apache_beam.io.parquetio import ReadAllFromParquetBatched
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+    from schemas import tables
+    from transforms import seen
+
+    base_rss = _peak_rss_mib()
+    t0 = time.perf_counter()
+    opts = PipelineOptions([])
+    with beam.Pipeline(runner=FnApiRunner(), options=opts) as p:
+        def read(label, files, columns):
+            return (p | f"{label}Files" >> beam.Create(files, reshuffle=False)
+                    | f"Read{label}" >> ReadAllFromParquetBatched(columns=columns,
+                                                                  label=f"Read{label}Parquet"))
+        empty = lambda label: p | label >> beam.Create([], reshuffle=False).with_output_types(pa.Table)
+        inputs = {
+            "frontier": empty("NoFrontier"),
+            "seen": read("Visited", vfiles, ["fp"]),
+            "results": empty("NoResults"),
+            "candidates": read("Links", lfiles, None) | "Conform" >> beam.Map(
+                tables.conform, seen.CANDIDATES),
+            "filtered": empty("NoFiltered"),
+        }
+        out = inputs | "UrlSeen" >> seen.UrlSeen(buckets, round_no=1)
+        out["frontier"] | "WriteFps" >> beam.Map(_WriteFps(out_dir))
+    wall = time.perf_counter() - t0
+    queue.put({"wall_s": wall, "peak_rss_mib": _peak_rss_mib(), "base_rss_mib": base_rss})
+
+
+def run_duckdb(vfiles, lfiles, out_file, queue):
+    import duckdb
+    base_rss = _peak_rss_mib()
+    t0 = time.perf_counter()
+    con = duckdb.connect()
+    con.execute("SET threads = 2")
+    res = con.execute(
+        "SELECT DISTINCT l.dst_fp AS fp FROM read_parquet($l) l "
+        "ANTI JOIN read_parquet($v) v ON l.dst_fp = v.fp", {"l": lfiles, "v": vfiles}).to_arrow_table()
+    wall = time.perf_counter() - t0
+    if isinstance(res, pa.RecordBatchReader):
+        res = res.read_all()
+    pq.write_table(res, out_file)
+    queue.put({"wall_s": wall, "peak_rss_mib": _peak_rss_mib(), "base_rss_mib": base_rss})
+
+
+def in_child(fn, *args):
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    proc = ctx.Process(target=fn, args=(*args, q))
+    proc.start()
+    import queue as queue_mod
+    while True:
+        try:
+            out = q.get(timeout=1.0)
+            break
+        except queue_mod.Empty:
+            if not proc.is_alive():
+                raise RuntimeError(f"{fn.__name__} exited with {proc.exitcode}")
+    proc.join()
+    return out
+
+
+def fps_of(path) -> np.ndarray:
+    t = pq.read_table(path, columns=["fp"])
+    return np.sort(t.column("fp").to_numpy())
+
+
+def bench(n_visited: int, workdir: Path, buckets: int | None = None) -> dict:
+    root = workdir / f"n{n_visited}"
+    t = time.perf_counter()
+    vfiles, lfiles = make_data(root, n_visited)
+    gen = time.perf_counter() - t
+    if buckets is None:
+        buckets = max(MIN_BUCKETS, math.ceil(n_visited / BUCKET_ROWS))
+    us_dir = root / "urlseen_out"
+    us_dir.mkdir()
+    us = in_child(run_urlseen, vfiles, lfiles, str(us_dir), buckets)
+    dd = in_child(run_duckdb, vfiles, lfiles, str(root / "duckdb_out.parquet"))
+    a = fps_of(us_dir) if any(us_dir.iterdir()) else np.zeros(0, np.int64)
+    b = fps_of(root / "duckdb_out.parquet")
+    equal = bool(len(a) == len(b) and np.array_equal(a, b))
+    return {"visited": n_visited, "links": int(n_visited * 0.2), "buckets": buckets,
+            "new_urls": int(len(b)), "generate_s": round(gen, 1), "urlseen": us, "duckdb": dd,
+            "set_equal": equal, "ratio_wall": us["wall_s"] / max(dd["wall_s"], 1e-9)}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--visited", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    ap.add_argument("--buckets", type=int, default=None, help="default: as pipelines.round")
+    ap.add_argument("--workdir", default=None, help="default: a temporary directory, removed after")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args(argv)
+    workdir = Path(a.workdir or tempfile.mkdtemp(prefix="bench_urlseen_"))
+    try:
+        rows = []
+        for n in a.visited:
+            r = bench(n, workdir, a.buckets)
+            rows.append(r)
+            if a.json:
+                print(json.dumps(r), flush=True)
+            else:
+                print(f"visited={n:>11,} links={r['links']:>10,} new={r['new_urls']:>10,} "
+                      f"buckets={r['buckets']:>3}  "
+                      f"UrlSeen {r['urlseen']['wall_s']:7.2f} s {r['urlseen']['peak_rss_mib']:7.0f} MiB  "
+                      f"DuckDB {r['duckdb']['wall_s']:6.2f} s {r['duckdb']['peak_rss_mib']:6.0f} MiB  "
+                      f"ratio {r['ratio_wall']:5.1f}x  set-equal={r['set_equal']}", flush=True)
+        return rows
+    finally:
+        if not a.workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
