@@ -35,6 +35,50 @@ def scipy_loop(src, dst, n, damping=0.85, tol=1e-10, max_iter=1000):
     return x, it
 
 
+def _save(fr, out):
+    import os
+    import uuid
+    np.savez(os.path.join(out, f"{uuid.uuid4().hex}.npz"), fp=fr[0], rank=fr[1])
+
+
+def beam_run(src, dst, n, iterations, buckets):
+    """transforms.pagerank on the FnApiRunner vs the numpy result after the same steps."""
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from transforms.pagerank import PageRank, chunk_edges
+    from strategies.graph import splitmix64_ids
+    fps = splitmix64_ids(n)
+    import os
+    import tempfile
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    out = tempfile.mkdtemp(prefix="bench_pagerank_")
+    # input from Parquet, as in a crawl (beam.Create would pickle and bz2 the data into
+    # the pipeline proto, which alone takes longer than the PageRank)
+    for i, (s, d) in enumerate(chunk_edges(fps[src], fps[dst], 200_000)):
+        pq.write_table(pa.table({"src_fp": s, "dst_fp": d}), os.path.join(out, f"e{i:03d}.parquet"))
+    pq.write_table(pa.table({"fp": fps}), os.path.join(out, "nodes.parquet"))
+    t = time.perf_counter()
+    with beam.Pipeline(runner="FnApiRunner", options=PipelineOptions()) as p:
+        nodes = (p | "ReadNodes" >> beam.io.ReadFromParquetBatched(os.path.join(out, "nodes.parquet"))
+                 | "NodeArrays" >> beam.Map(lambda t: t.column("fp").to_numpy()))
+        _ = (p | "ReadEdges" >> beam.io.ReadFromParquetBatched(os.path.join(out, "e*.parquet"))
+             | PageRank(iterations=iterations, num_buckets=buckets, nodes=nodes)
+             | beam.Map(_save, out))          # DoFns are pickled: write, don't append
+    secs = time.perf_counter() - t
+    ref = pagerank(src, dst, n, tol=0.0, max_iter=iterations)
+    import glob
+    import os
+    order = np.argsort(fps)
+    x = np.zeros(n)
+    for fn in glob.glob(os.path.join(out, "*.npz")):
+        z = np.load(fn)
+        x[order[np.searchsorted(fps[order], z["fp"])]] = z["rank"]
+    print(f"Beam PageRank ({iterations} steps, {buckets} buckets, FnApiRunner): {secs:.1f}s, "
+          f"L1 to numpy after {iterations} steps = {l1(x, ref):.2e}")
+    return (f"Beam transforms.pagerank, {iterations} steps", secs, iterations)
+
+
 def best_of(fn, repeat):
     best, out = np.inf, None
     for _ in range(repeat):
@@ -51,6 +95,9 @@ def main(argv=None):
     ap.add_argument("--tol", type=float, default=1e-10, help="L1 tolerance (all three)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip_networkx", action="store_true")
+    ap.add_argument("--beam_iterations", type=int, default=0,
+                    help="also run transforms.pagerank (FnApiRunner) for this many steps")
+    ap.add_argument("--beam_buckets", type=int, default=16)
     a = ap.parse_args(argv)
 
     n = int(a.edges / 5.7)           # host_graph gives ~5.7 distinct edges per page at mean 8
@@ -80,6 +127,8 @@ def main(argv=None):
         print(f"networkx DiGraph build: {t_build:.2f}s (not counted)")
         print(f"L1(numpy, networkx) = {l1(x_np, x_nx):.2e}")
     print(f"L1(numpy, scipy) = {l1(x_np, x_sp):.2e}")
+    if a.beam_iterations:
+        rows.append(beam_run(src, dst, n, a.beam_iterations, a.beam_buckets))
     print(f"{'implementation':50s} {'seconds':>8s} {'iters':>6s} {'vs numpy':>9s}")
     for name, t, it in rows:
         print(f"{name:50s} {t:8.3f} {it if it else '':>6} {t / t_np:8.2f}x")

@@ -182,5 +182,12 @@ def temporary_scores(pr: np.ndarray, src, dst, n: int) -> np.ndarray:
     return np.bincount(np.asarray(dst), weights=w[src], minlength=n)
 
 
+def splitmix64_ids(n: int, salt: int = 0x5EEDF00D) -> np.ndarray:
+    """n distinct pseudo-random int64 'fingerprints' for node ids 0..n-1 (a bijection of
+    the ids, so they never collide), for tests and benchmarks on integer graphs."""
+    from strategies.ordering.base import splitmix64
+    return splitmix64(np.arange(n, dtype=np.uint64) ^ np.uint64(salt)).view(np.int64)
+
+
 def l1(a, b) -> float:
     return float(np.abs(np.asarray(a) - np.asarray(b)).sum())

@@ -134,8 +134,10 @@ def build_block(item, num_buckets):
     dangling = outdeg == 0
     inv = np.zeros(n_local)
     np.divide(1.0, outdeg, out=inv, where=~dangling)
-    return b, Block(b, nodes, src_local.astype(np.int64), inv, dangling,
-                    inverse.astype(np.int64), targets)
+    # int32 local indices halve what every iteration's shuffle carries
+    itype = np.int32 if max(n_local, len(inverse)) < 2**31 else np.int64
+    return b, Block(b, nodes, src_local.astype(itype), inv, dangling,
+                    inverse.astype(itype), targets)
 
 
 class Scatter(beam.DoFn):
