@@ -20,6 +20,10 @@ from transforms import fetcher as fetcher_mod
 from transforms import netguard
 from transforms import sitemaps
 
+# hostile.simweb.test pages that fail transiently every time: (path, last reason)
+TRANSIENT = {"/trickle": "deadline", "/reset": "reset", "/stall": "timeout_read",
+             "/error500.html": "http_500"}
+TRANSIENT_PATHS = tuple(TRANSIENT)
 SLACK = 0.02          # seconds: server-side timestamps vs. the crawler's own clock
 
 
@@ -107,7 +111,7 @@ def test_only_transient_failures_are_requested_again(crawl, visited):
     for (h, path), n in counts.items():
         if h in retry_after_hosts:       # one in-round retry after Retry-After, per round
             assert n <= 2 * (hh.MAX_RETRIES + 1), (h, path, n)
-        elif path in ("/trickle", "/reset"):
+        elif path in TRANSIENT_PATHS:
             assert n == hh.MAX_RETRIES + 1, (h, path, n)
         else:
             assert n == 1, (h, path, n)
@@ -132,25 +136,28 @@ def test_trickle_is_cut_at_the_deadline_retried_with_backoff_then_failed(crawl, 
 
 
 def test_transient_failures_back_off_exponentially_in_the_frontier(crawl):
+    urls = {U(crawl, "hostile", p): why for p, why in TRANSIENT.items()}
     seen = collections.defaultdict(list)
-    trickle = U(crawl, "hostile", "/trickle")
-    reset = U(crawl, "hostile", "/reset")
     for run in crawl.rounds:
         for row in run.frontier:
-            if row["url"] in (trickle, reset) and row["retries"]:
+            if row["url"] in urls and row["retries"]:
                 k = row["retries"]
                 expected = run.round_time + hh.RETRY_BACKOFF * 2 ** (k - 1)
                 assert row["not_before"] == pytest.approx(expected), (row["url"], k)
-                assert row["last_error"] == ("deadline" if row["url"] == trickle else "reset")
+                assert row["last_error"] == urls[row["url"]]
                 seen[row["url"]].append(k)
-    assert seen[trickle] == list(range(1, hh.MAX_RETRIES + 1))
-    assert seen[reset] == list(range(1, hh.MAX_RETRIES + 1))
+    for u in urls:
+        assert seen[u] == list(range(1, hh.MAX_RETRIES + 1)), u
 
 
-def test_reset_mid_body_is_transient_then_failed(crawl, visited):
-    r = V(crawl, visited, "hostile", "/reset")
+@pytest.mark.parametrize("path", ["/reset", "/stall", "/error500.html"])
+def test_reset_read_timeout_and_5xx_are_transient_then_failed(crawl, visited, path):
+    r = V(crawl, visited, "hostile", path)
     assert r["outcome"] == tables.FAILED
-    assert r["reason"] == f"reset (after {hh.MAX_RETRIES + 1} attempts)"
+    assert r["reason"] == f"{TRANSIENT[path]} (after {hh.MAX_RETRIES + 1} attempts)"
+    assert r["retries"] == hh.MAX_RETRIES
+    rounds = [crawl.round_of(x) for x in crawl.requests_to("hostile") if x["path"] == path]
+    assert len(rounds) == len(set(rounds)) == hh.MAX_RETRIES + 1, "one attempt per round"
 
 
 def test_ten_megabyte_page_is_cut_at_the_cap_and_flagged(crawl, visited):

@@ -34,6 +34,8 @@ hostile.simweb.test also serves (linked from its index unless said otherwise):
                        the same Chinese page (title, text, links /twin-a.html, /twin-b.html)
   /sitemap-laughs.xml  billion-laughs urlset (not linked); /sitemap-xxe.xml: urlset whose
                        entities point at file:///etc/passwd and at the metadata host (not linked)
+  /stall               200 with headers, then 4 s of silence before each body byte (a read timeout)
+  /error500.html       500 without Retry-After (a plain transient server error)
   /sitemap.xml         sitemap index of those two (what a crawler tries when robots.txt names
                        no sitemap); their harmless entries /laughs-ok.html, /xxe-ok.html are pages
 """
@@ -159,12 +161,18 @@ def respond(web, host, target: str, headers: dict, now: float):
                  (base("flaky.simweb.test") + "/", "Flaky"),
                  (base("slow.simweb.test") + "/", "Crawl-delay 2"),
                  ("/gone.html", "Gone"), ("/missing.html", "Missing"),
+                 ("/stall", "Stall"), ("/error500.html", "Server error"),
                  ("/meta-nofollow.html", "Meta nofollow"), ("/meta-noindex.html", "Meta noindex"),
                  ("/xrobots-nofollow.html", "X-Robots-Tag nofollow"),
                  ("/xrobots-noindex.html", "X-Robots-Tag noindex"),
                  ("/utf8-twin.html", "UTF-8 twin"), ("/gbk.html", "GBK twin"),
                  ("/gb2312.html", "GB2312 twin")]
         return _ok(_page("Hostile host", links))
+    if path == "/stall":
+        return Response(200, [("Content-Type", "text/html"), ("Content-Length", "2")],
+                        b"", action=("trickle", b"ok", 4.0))
+    if path == "/error500.html":
+        return Response(500, [("Content-Type", "text/html")], b"<html><body>Internal error</body></html>")
     if path == "/gone.html":
         return Response(410, [("Content-Type", "text/html")], b"<html><body>Gone</body></html>")
     if path in ("/meta-nofollow.html", "/meta-noindex.html"):

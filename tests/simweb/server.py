@@ -67,6 +67,7 @@ class _Conn(asyncio.Protocol):
 
     def connection_made(self, transport):
         self.t = transport
+        self.lost = asyncio.Event()      # set when the client goes away (ends a trickle at once)
         sn = transport.get_extra_info("sockname")
         self.local = sn[0] if sn else None
         self.srv._conns.add(self)
@@ -74,6 +75,7 @@ class _Conn(asyncio.Protocol):
     def connection_lost(self, exc):
         self.srv._conns.discard(self)
         self.t = None
+        self.lost.set()
 
     def data_received(self, data):
         self.buf += data
@@ -353,7 +355,10 @@ class SimWebServer:
                 body, interval = r.action[1], r.action[2]
                 conn.send(r.status, r.headers, b"", False)
                 for k in range(len(body)):
-                    await asyncio.sleep(interval)
+                    try:     # the log's end is when the client hung up, not the next tick
+                        await asyncio.wait_for(conn.lost.wait(), interval)
+                    except asyncio.TimeoutError:
+                        pass
                     if conn.t is None:
                         break
                     conn.t.write(body[k:k + 1])

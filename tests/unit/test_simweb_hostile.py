@@ -163,3 +163,22 @@ def test_malformed_invalid_utf8_and_binary_html(hostile):
 def test_server_survives_all_of_it(hostile):
     web, srv, c = hostile
     assert c.get(web.seeds[0]).status_code == 200
+
+
+def test_trickle_logs_its_end_when_the_client_hangs_up(hostile):
+    web, srv, c = hostile
+    n = len(srv.requests)
+    t = time.time()
+    with pytest.raises((requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError)):
+        c.get(u(web, "hostile", "/stall"), timeout=(2, 0.5)).content   # 4 s before each byte
+    end = time.time() + 5
+    while len(srv.requests) == n and time.time() < end:
+        time.sleep(0.05)
+    rec = [r for r in srv.requests[n:] if r["path"] == "/stall"][0]
+    assert rec["end"] - t < 2.0, "logged at the next trickle tick, not at the hang-up"
+
+
+def test_plain_500_and_410(hostile):
+    web, srv, c = hostile
+    assert c.get(u(web, "hostile", "/error500.html")).status_code == 500
+    assert c.get(u(web, "hostile", "/gone.html")).status_code == 410
