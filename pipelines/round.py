@@ -23,10 +23,10 @@ from pipelines import report as report_mod
 from pipelines import faults, scoring
 from schemas import tables
 from strategies.ordering import get_ordering
-from transforms import fetch, generate, links, seen, write
+from transforms import generate, links, seen, write
 from transforms import fetcher as fetcher_mod
 from transforms import netguard
-from transforms.process import FilterBundles, ProcessPages
+from transforms.fetchround import FetchAndProcess
 from transforms.urls import UrlFilter
 
 LOG = logging.getLogger("beamcrawl.round")
@@ -109,32 +109,6 @@ def _read(p, label, files, schema, columns=None):
                                                    pa.schema([s.field(c) for c in columns]))))
 
 
-def _host_rows(batch, selected):
-    hosts = set(selected)
-    for row in batch.to_pylist():
-        if row["host"] in hosts:
-            yield row["host"], row
-
-
-def _other_hosts(batch, selected):
-    hosts = set(selected)
-    mask = np.array([h not in hosts for h in batch.column("host").to_pylist()], dtype=bool)
-    return batch.filter(pa.array(mask))
-
-
-def _visited_stats(table):
-    out = {"visited": table.num_rows}
-    for outcome, count in zip(*np.unique(np.array(table.column("outcome").to_pylist(), dtype=str),
-                                         return_counts=True)):
-        out[f"outcome_{outcome}"] = int(count)
-    status = table.column("http_status").to_pylist()
-    for s in status:
-        key = f"status_{s // 100}xx" if s else "status_none"
-        out[key] = out.get(key, 0) + 1
-    out["bytes"] = int(sum(b or 0 for b in table.column("bytes").to_pylist()))
-    return out
-
-
 def _schedulable(table, now, max_depth):
     """Per-host count of frontier rows the next generate could pick."""
     due = table.filter(pa.array(generate.due_mask(table, now, max_depth)))
@@ -177,36 +151,17 @@ def build_round(p, crawl, prev, round_no, settings, now, plan, seeds=(), do_fetc
     if do_fetch:
         fetch_list = frontier | "Generate" >> generate.Generate(
             now, int(settings["max_pages"]), int(settings["max_per_host"]), max_depth)
-        selected = beam.pvalue.AsList(fetch_list | "SelectedHosts" >> beam.Keys())
-        host_state = hosts | "SelectedHostState" >> beam.FlatMap(_host_rows, selected)
-        other_hosts = hosts | "UnselectedHosts" >> beam.Map(_other_hosts, selected)
-        pages, fetched_hosts, sitemap_files = (
-            {"urls": fetch_list, "state": host_state}
-            | "JoinHostState" >> beam.CoGroupByKey()
-            | "Fetch" >> beam.ParDo(fetch.FetchHosts(fetch_config_from(settings),
-                                                     int(settings["fetch_threads"]),
-                                                     bool(settings["sitemaps"])))
-            .with_outputs("hosts", "sitemaps", main="pages"))
-        processed = (pages | "Process" >> beam.ParDo(
-            ProcessPages(round_no, now, settings, url_filter))
-            .with_outputs("results", "pages", "links", "filtered", main="visited"))
-        visited_tables = processed.visited | "VisitedTables" >> write.RowsToTables(tables.VISITED)
-        visited_fps = visited_tables | "VisitedFps" >> beam.Map(lambda t: t.select(["fp"]))
-        result_tables = processed.results | "ResultTables" >> write.RowsToTables(seen.RESULTS)
-        page_tables = processed.pages | "PageTables" >> write.RowsToTables(tables.PAGES, 500)
-        sitemap_files = sitemap_files | "FilterSitemaps" >> beam.ParDo(
-            FilterBundles(url_filter)).with_outputs("filtered", main="kept")
-        link_bundles = ((processed.links, sitemap_files.kept) | "AllLinks" >> beam.Flatten())
-        filtered_bundles = ((processed.filtered, sitemap_files.filtered)
-                            | "AllFilteredLinks" >> beam.Flatten())
-        new_hosts = ((fetched_hosts | "FetchedHostTables" >> write.RowsToTables(tables.HOSTS),
-                      other_hosts) | "AllHosts" >> beam.Flatten())
-        stats.append(visited_tables | "VisitedStats" >> beam.Map(_visited_stats))
-        stats.append(result_tables | "RetryStats" >> beam.Map(
-            lambda t: {"retried": int((~t.column("final").to_numpy(zero_copy_only=False)).sum())}))
-        visited_tables | "WriteVisited" >> write.WriteTable(
+        fetched = {"fetch_list": fetch_list, "hosts": hosts} | "FetchAndProcess" >> FetchAndProcess(
+            fetch_config_from(settings), int(settings["fetch_threads"]), bool(settings["sitemaps"]),
+            round_no, now, settings, url_filter)
+        result_tables, link_bundles = fetched["results"], fetched["links"]
+        filtered_bundles, new_hosts = fetched["filtered"], fetched["hosts"]
+        visited_fps = fetched["visited"] | "VisitedFps" >> beam.Map(lambda t: t.select(["fp"]))
+        stats.append(fetched["stats"])
+        fetched["visited"] | "WriteVisited" >> write.WriteTable(
             crawl.table_prefix(round_no, "visited"), tables.VISITED)
-        page_tables | "WritePages" >> write.WriteTable(crawl.table_prefix(round_no, "pages"), tables.PAGES)
+        fetched["pages"] | "WritePages" >> write.WriteTable(
+            crawl.table_prefix(round_no, "pages"), tables.PAGES)
     else:
         result_tables = p | "NoResults" >> beam.Create([], reshuffle=False).with_output_types(pa.Table)
         link_bundles = p | "NoLinks" >> beam.Create([], reshuffle=False)
@@ -274,7 +229,7 @@ def run_pipeline(builder, argv):
         raise RuntimeError(f"pipeline ended in state {state}")
 
 
-def run_round(argv, seeds=None, crawl_defaults_override=None):
+def run_round(argv):
     """Run the next round of the crawl named by argv's --crawl_dir; return its report."""
     parsed = PipelineOptions(argv)
     crawl = CrawlDir(opts.crawl_dir_of(parsed))
