@@ -44,6 +44,8 @@ ROUND_SETTINGS = {
     "max_per_host": (int, 100, "At most this many URLs of one host per round."),
     "max_depth": (int, 0, "Do not queue links deeper than this many hops from a seed (0 = no limit)."),
     "strategy": (str, "bfs", "Ordering strategy that scores the frontier (see strategies/)."),
+    "strategy_params": (str, "", "Strategy parameters as KEY=VALUE[,KEY=VALUE...], e.g. 'x=2,y=1' for "
+                                 "preference (I(P) = x*IB + y*IL) or 'damping=0.85,tol=1e-8' for partial_pagerank."),
     # --- scope and URL filter ---
     "allow_hosts": (str, "", "Comma-separated host names to stay on (empty = any)."),
     "allow_domains": (str, "", "Comma-separated domains: a host matches the domain or a subdomain."),

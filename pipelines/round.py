@@ -76,11 +76,27 @@ def fetch_config_from(settings):
     )
 
 
+def _param_value(text):
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False, "none": None}.get(text.lower(), text)
+
+
 def ordering_from(settings):
+    """The strategy object named by --strategy, with its --strategy_params."""
+    params = {}
+    for item in opts.settings_csv(settings, "strategy_params"):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise CrawlStateError(f"--strategy_params: {item!r} is not KEY=VALUE")
+        params[key.strip()] = _param_value(value.strip())
     try:
-        return get_ordering(settings["strategy"])
-    except ValueError as e:
-        raise CrawlStateError(f"--strategy: {e}") from None
+        return get_ordering(settings["strategy"], **params)
+    except (ValueError, TypeError) as e:
+        raise CrawlStateError(f"--strategy {settings['strategy']}: {e}") from None
 
 
 def scores_per_row(ordering):
