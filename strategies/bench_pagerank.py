@@ -79,15 +79,6 @@ def beam_run(src, dst, n, iterations, buckets):
     return (f"Beam transforms.pagerank, {iterations} steps", secs, iterations)
 
 
-def best_of(fn, repeat):
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -105,26 +96,41 @@ def main(argv=None):
     src, dst = dedupe_edges(g.src, g.dst, n)
     print(f"graph: {n} nodes, {len(src)} distinct edges")
 
-    t_np, (x_np, info) = best_of(lambda: pagerank(src, dst, n, tol=a.tol, return_info=True),
-                                 a.repeat)
-    op = PageRankOperator(src, dst, n)
-    t_np_loop, _ = best_of(lambda: op.iterate(tol=a.tol), a.repeat)
-    t_sp, (x_sp, it_sp) = best_of(lambda: scipy_loop(src, dst, n, tol=a.tol), a.repeat)
-    rows = [("numpy (strategies.graph), edge arrays -> ranks", t_np, info["iterations"]),
-            ("numpy power loop only (prepared operator)", t_np_loop, info["iterations"]),
-            ("scipy CSR loop (incl. building the matrix)", t_sp, it_sp)]
+    G = None
     if not a.skip_networkx:
         import networkx as nx
         t = time.perf_counter()
         G = nx.DiGraph()
         G.add_nodes_from(range(n))
         G.add_edges_from(zip(src.tolist(), dst.tolist()))
-        t_build = time.perf_counter() - t
+        print(f"networkx DiGraph build: {time.perf_counter() - t:.2f}s (not counted)")
+    # interleaved repeats, best of each: the machine may be shared, so a slow spell hits
+    # every implementation alike instead of one of them
+    best = {}
+    outs = {}
+    op = PageRankOperator(src, dst, n)
+    jobs = [("numpy", lambda: pagerank(src, dst, n, tol=a.tol, return_info=True)),
+            ("numpy_loop", lambda: op.iterate(tol=a.tol)),
+            ("scipy", lambda: scipy_loop(src, dst, n, tol=a.tol))]
+    if G is not None:
         # networkx stops at err < n * tol; give it tol / n so both stop at the same L1 bound
-        t_nx, ref = best_of(lambda: nx.pagerank(G, tol=a.tol / n, max_iter=1000), 1)
+        jobs.append(("networkx", lambda: nx.pagerank(G, tol=a.tol / n, max_iter=1000)))
+    for _ in range(a.repeat):
+        for name, fn in jobs:
+            t = time.perf_counter()
+            outs[name] = fn()
+            best[name] = min(best.get(name, np.inf), time.perf_counter() - t)
+    x_np, info = outs["numpy"]
+    x_sp, it_sp = outs["scipy"]
+    t_np = best["numpy"]
+    rows = [("numpy (strategies.graph), edge arrays -> ranks", t_np, info["iterations"]),
+            ("numpy power loop only (prepared operator)", best["numpy_loop"],
+             info["iterations"]),
+            ("scipy CSR loop (incl. building the matrix)", best["scipy"], it_sp)]
+    if G is not None:
+        ref = outs["networkx"]
         x_nx = np.array([ref[i] for i in range(n)])
-        rows.append(("networkx.pagerank(G) (DiGraph prebuilt)", t_nx, None))
-        print(f"networkx DiGraph build: {t_build:.2f}s (not counted)")
+        rows.append(("networkx.pagerank(G) (DiGraph prebuilt)", best["networkx"], None))
         print(f"L1(numpy, networkx) = {l1(x_np, x_nx):.2e}")
     print(f"L1(numpy, scipy) = {l1(x_np, x_sp):.2e}")
     if a.beam_iterations:
