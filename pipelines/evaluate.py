@@ -10,8 +10,7 @@ The crawl starts from the seeds and can only fetch pages it has discovered. Ever
 runs the same generate logic as a real round (transforms.generate.select): score the
 pending pages with the ordering, sort by (score desc, fp asc), take at most
 `--per_host_cap` pages per host (a host's fetch slots per round: politeness) and at most
-`--batch_size` in total;
-fetching them reveals their out-links. Partial PageRank is recomputed every
+`--batch_size` in total; fetching them reveals their out-links. Partial PageRank is recomputed every
 `--pagerank_every` fetched pages (default: every batch, as in a round), with temporary
 scores for pages found in between; OPIC moves cash on every batch.
 
