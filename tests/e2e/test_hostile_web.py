@@ -70,6 +70,13 @@ def test_every_url_ends_with_an_outcome_and_a_reason(visited):
         assert r["outcome"] in tables.OUTCOMES, (url, r["outcome"])
         if r["outcome"] != tables.OK:
             assert r["reason"], (url, r["outcome"])
+        assert "internal_error" not in (r["reason"] or ""), (url, r["reason"])
+
+
+def test_no_hostile_response_caused_an_internal_error(crawl):
+    errors = [(row["url"], row["last_error"]) for run in crawl.rounds for row in run.frontier
+              if "internal_error" in (row["last_error"] or "")]
+    assert errors == []
 
 
 def test_no_url_is_lost_or_recorded_twice(crawl):
