@@ -1,0 +1,180 @@
+import random
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+import pytest
+import pyarrow.parquet as pq
+from apache_beam.io.parquetio import ReadAllFromParquetBatched
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from transforms import contentseen as cs
+
+
+def pages(rows):
+    return pa.Table.from_pylist(rows, schema=pa.schema([
+        ("fp", pa.int64()), ("url", pa.string()), ("host", pa.string()),
+        ("round", pa.int32()), ("content_fp", pa.int64())]))
+
+
+# ---------------------------------------------------------------- fingerprints
+def test_mirror_body_with_self_links_in_any_case_has_the_same_fingerprint():
+    a = b'<a href="HTTP://SiTe1.example/x">x</a>\n  <a href="mailto:w@site1.example">c</a>'
+    b = b'<a href="HTTP://MiRrOr1.ExAmPlE/x">x</a> <a href="mailto:w@mirror1.example">c</a>'
+    assert cs.body_fingerprint(a, "http://site1.example/x") == \
+        cs.body_fingerprint(b, "http://mirror1.example:8080/x")
+    assert cs.body_fingerprint(a, "http://site1.example/") != cs.body_fingerprint(a + b"!", "http://site1.example/")
+    assert cs.body_fingerprint(b"", "http://a/") == 0
+
+
+def test_text_fingerprint_ignores_whitespace_only():
+    assert cs.text_fingerprint("a  b\nc") == cs.text_fingerprint(" a b c ")
+    assert cs.text_fingerprint("a b c") != cs.text_fingerprint("a b d")
+
+
+# ---------------------------------------------------------------- MinHash
+def test_signatures_match_datasketch_and_round_trip_through_arrow():
+    from datasketch import MinHash
+    texts = ["the quick brown fox jumps over the lazy dog again", "too short", ""]
+    sigs, has = cs.minhash_signatures(texts)
+    assert sigs.shape == (3, 128) and sigs.dtype == np.uint32 and has.tolist() == [True, False, False]
+    m = MinHash(num_perm=128, seed=1)
+    m.update_batch(cs.shingles(texts[0]))
+    assert np.array_equal(sigs[0], m.hashvalues)
+    col = cs.signature_column(sigs, has)
+    assert col.type == cs.MINHASH_TYPE and col.null_count == 2
+    back, valid = cs.signatures_of(col)
+    assert valid.tolist() == [True, False, False] and np.array_equal(back[0], sigs[0])
+
+
+def test_lsh_params_are_datasketch_s():
+    from datasketch import MinHashLSH
+    lsh = MinHashLSH(threshold=0.9, num_perm=128)
+    assert cs.lsh_params(0.9, 128) == (lsh.b, lsh.r) == (5, 25)
+
+
+# ---------------------------------------------------------------- exact
+def test_first_url_is_the_earliest_round_then_smallest_fp():
+    old = pages([dict(fp=50, url="old50", host="a", round=1, content_fp=7),
+                 dict(fp=40, url="old40", host="b", round=2, content_fp=7)])
+    new = pages([dict(fp=10, url="new10", host="m", round=3, content_fp=7),
+                 dict(fp=20, url="new20", host="m", round=3, content_fp=8),
+                 dict(fp=30, url="new30", host="m", round=3, content_fp=8),
+                 dict(fp=60, url="new60", host="m", round=3, content_fp=0)])
+    d = cs.exact_duplicates(new, old, round_no=3)
+    got = {r["url"]: r["duplicate_of"] for r in d.to_pylist()}
+    assert got == {"new10": "old50", "new30": "new20"}
+
+
+def test_refetch_of_the_first_url_is_not_its_own_duplicate():
+    old = pages([dict(fp=5, url="u5", host="a", round=1, content_fp=9)])
+    new = pages([dict(fp=5, url="u5", host="a", round=2, content_fp=9)])
+    assert cs.exact_duplicates(new, old, 2).num_rows == 0
+
+
+def test_content_seen_in_beam_equals_the_pure_function_and_ignores_unrelated_old_rows():
+    rng = np.random.default_rng(3)
+    n_old, n_new = 3000, 500
+    old_cfp = rng.integers(1, 400, size=n_old)
+    old = pages([dict(fp=int(i) * 7 + 1, url=f"o{i}", host=f"h{i % 5}", round=int(1 + i % 3),
+                      content_fp=int(c)) for i, c in enumerate(old_cfp)])
+    new_cfp = rng.integers(300, 900, size=n_new)
+    new = pages([dict(fp=int(i) * 11 + 2, url=f"n{i}", host="m", round=4, content_fp=int(c))
+                 for i, c in enumerate(new_cfp)]).drop_columns(["round"])
+    expected = cs.exact_duplicates(new, old, 4).to_pylist()
+    assert len(expected) > 100
+    with TestPipeline(runner="FnApiRunner") as p:
+        out = {"new": p | "N" >> beam.Create([new.slice(0, 200), new.slice(200)]),
+               "old": p | "O" >> beam.Create([old.slice(0, 1000), old.slice(1000)])} \
+            | cs.ContentSeen(round_no=4, buckets=5)
+        rows = out | beam.FlatMap(lambda t: [tuple(sorted(r.items())) for r in t.to_pylist()])
+        assert_that(rows, equal_to([tuple(sorted(r.items())) for r in expected]))
+
+
+def test_suspect_mirrors_counts_host_pairs():
+    d = pa.Table.from_pylist(
+        [dict(fp=i, url=f"m/{i}", host="mirror", content_fp=i, duplicate_of=f"s/{i}",
+              duplicate_of_fp=100 + i, duplicate_of_host="site", duplicate_of_round=1)
+         for i in range(4)] +
+        [dict(fp=9, url="x/1", host="x", content_fp=9, duplicate_of="y/1", duplicate_of_fp=99,
+              duplicate_of_host="y", duplicate_of_round=1)], schema=cs.DUPLICATES)
+    assert cs.suspect_mirrors(d, min_pages=3) == [("mirror", "site", 4)]
+
+
+# ---------------------------------------------------------------- near (LSH in Beam)
+def _corpus(n, seed=5, near_share=0.1):
+    """n texts over a 3000-word vocabulary; some are copies with a few words changed."""
+    r = random.Random(seed)
+    vocab = [f"w{i}" for i in range(3000)]
+    texts = []
+    for i in range(n):
+        if texts and r.random() < near_share:
+            ws = r.choice(texts).split()
+            for _ in range(r.choice([1, 2, 4, 8, 16])):
+                ws[r.randrange(len(ws))] = r.choice(vocab)
+            texts.append(" ".join(ws))
+        else:
+            texts.append(" ".join(r.choice(vocab) for _ in range(r.randint(60, 160))))
+    return texts
+
+
+def _table(fps, urls, rounds, sigs):
+    return pa.table({"fp": pa.array(fps, pa.int64()), "url": pa.array(urls, pa.string()),
+                     "round": pa.array(rounds, pa.int32()), "minhash": cs.signature_column(sigs)})
+
+
+@pytest.fixture(scope="module")
+def lsh_case(tmp_path_factory):
+    """10 000 pages over two rounds as Parquet, and datasketch MinHashLSH's pairs."""
+    from datasketch import LeanMinHash, MinHashLSH
+    n = 10_000
+    sigs, has = cs.minhash_signatures(_corpus(n))
+    assert has.all()
+    fps = np.arange(1, n + 1, dtype=np.int64) * 1000003
+    rounds = np.repeat(np.arange(1, 3), n // 2).astype(np.int32)
+    urls = [f"u{f}" for f in fps]
+    d = tmp_path_factory.mktemp("lsh")
+    files = {}
+    for r in (1, 2):
+        idx = np.flatnonzero(rounds == r)
+        files[r] = []
+        for k in range(0, len(idx), 1000):
+            part = idx[k:k + 1000]
+            f = str(d / f"r{r}-{k}.parquet")
+            pq.write_table(_table(fps[part], [urls[i] for i in part], rounds[part], sigs[part]), f)
+            files[r].append(f)
+    # datasketch, in memory: insert all, query each; pair (later, earlier) by (round, fp)
+    lsh = MinHashLSH(threshold=0.9, num_perm=128)
+    mh = [LeanMinHash(seed=1, hashvalues=s, scheme="affine32") for s in sigs]
+    for i in range(n):
+        lsh.insert(i, mh[i])
+    pairs = {}
+    for i in range(n):
+        for j in lsh.query(mh[i]):
+            if j != i and (rounds[j], fps[j]) < (rounds[i], fps[i]):
+                pairs[(int(fps[i]), int(fps[j]))] = mh[i].jaccard(mh[j])
+    rank = {int(f): int(r) for f, r in zip(fps, rounds)}
+    return files, pairs, rank
+
+
+def test_beam_banding_gives_datasketch_minhashlsh_pairs_on_10000_pages(lsh_case):
+    """Round 1 (5 000 new pages), then round 2 (5 000 new against round 1's as visited):
+    with min_jaccard 0 every LSH candidate pair, with 0.9 those whose estimate is >= 0.9."""
+    files, pairs, rank = lsh_case
+    assert len(pairs) > 100 and sum(j >= 0.9 for j in pairs.values()) > 40
+    for rnd, old_files in ((1, []), (2, files[1])):
+        with TestPipeline(runner="FnApiRunner") as p:
+            def read(label, fs):
+                if not fs:
+                    return p | label >> beam.Create([], reshuffle=False).with_output_types(pa.Table)
+                return (p | f"{label}Files" >> beam.Create(fs, reshuffle=False)
+                        | f"Read{label}" >> ReadAllFromParquetBatched())
+            inputs = {"new": read("New", files[rnd]), "old": read("Old", old_files)}
+            for thr in (0.0, 0.9):
+                got = (inputs | f"Near{thr}" >> cs.NearDuplicates(threshold=0.9, min_jaccard=thr,
+                                                                 buckets=8, max_group=0)
+                       | f"Pair{thr}" >> beam.Map(lambda d: (d["fp"], d["of_fp"])))
+                want = sorted(k for k, j in pairs.items() if rank[k[0]] == rnd and j >= thr)
+                assert want
+                assert_that(got, equal_to(want), label=f"Check{thr}")
