@@ -101,7 +101,7 @@ def ordering_from(settings):
 
 def scores_per_row(ordering):
     """True when a row's score depends on its own columns only (scored per bucket)."""
-    return not (ordering.needs_graph or ordering.needs_host_counts)
+    return not (ordering.needs_graph or ordering.needs_host_counts or ordering.uses_opic)
 
 
 class _LocalScore:
@@ -134,7 +134,7 @@ def _schedulable(table, now, max_depth):
     return dict(zip(g.column("host").to_pylist(), g.column("fp_count").to_pylist()))
 
 
-INPUT_TABLES = ("frontier", "visited", "filtered", "hosts")
+INPUT_TABLES = ("frontier", "visited", "filtered", "hosts", "opic")
 
 
 def plan_round(crawl, prev):
@@ -204,8 +204,10 @@ def build_round(p, crawl, prev, round_no, settings, now, plan, seeds=(), do_fetc
         buckets, round_no, score_fn)
     new_frontier = merged["frontier"]
     if score_fn is None:
-        new_frontier = scoring.score_globally(new_frontier, ordering, crawl, prev, edges,
-                                              visited_fps)
+        scored = ({"frontier": new_frontier, "edges": edges, "visited": visited_fps}
+                  | "ScoreWholeFrontier" >> scoring.ScoreWholeFrontier(ordering, crawl, prev))
+        new_frontier = scored["frontier"]
+        scored["opic"] | "WriteOpic" >> write.WriteTable(crawl.table_prefix(round_no, "opic"), tables.OPIC)
     stats.append(merged["stats"])
     pending = (new_frontier
                | "Schedulable" >> beam.Map(_schedulable, now, max_depth)

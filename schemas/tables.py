@@ -130,6 +130,16 @@ FILTERED = pa.schema([
     ("first_parent", pa.string()),
 ])
 
+# OPIC state (strategies/opic.py) of every known page, visited or pending; written only by
+# crawls whose strategy uses OPIC. The row with fp = 0 is the virtual page: its history is
+# the cash it has paid back to all pages (its cash is always 0 between rounds).
+OPIC = pa.schema([
+    ("fp", pa.int64()),
+    ("cash", pa.float64()),
+    ("history", pa.float64()),
+])
+OPIC_VIRTUAL_FP = 0
+
 MAX_ANCHORS = 8
 
 TABLES = {
@@ -139,6 +149,7 @@ TABLES = {
     "pages": PAGES,
     "hosts": HOSTS,
     "filtered": FILTERED,
+    "opic": OPIC,
 }
 
 

@@ -1,0 +1,26 @@
+"""End-to-end: strategies that need the whole frontier run inside real rounds."""
+import numpy as np
+import pytest
+
+from pipelines.crawldir import CrawlDir
+from tests.e2e import crawlstate
+
+
+@pytest.mark.parametrize("strategy", ["opic", "partial_pagerank", "larger_sites_first"])
+def test_whole_frontier_strategy_scores_every_round(simweb_small, tmp_path, strategy):
+    d = tmp_path / strategy
+    crawlstate.start_crawl(simweb_small, d, "--strategy", strategy, "--max_pages", "15")
+    crawlstate.run_rounds(d, "--rounds", "2")
+    c = CrawlDir(str(d))
+    assert c.committed_rounds() == [0, 1, 2]
+    assert c.read_report(2)["visited"] > 0
+    for n in c.committed_rounds():
+        f = c.read_table("frontier", n)
+        if f.num_rows == 0:
+            continue
+        scores = f.column("score").to_numpy()
+        assert np.isfinite(scores).all()
+        if strategy == "opic":
+            state = c.read_table("opic", n)
+            assert abs(state.column("cash").to_numpy().sum() - 1.0) < 1e-9, f"round {n}: cash not conserved"
+            assert np.array_equal(scores, f.column("cash").to_numpy())
