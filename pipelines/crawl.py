@@ -31,7 +31,15 @@ def run_crawl(argv, out=print):
             break
         if c.max_total_pages is not None and downloaded >= c.max_total_pages:
             break
-        report = round_mod.run_round(argv)
+        round_argv = list(argv)
+        if c.max_total_pages is not None:  # the last round takes only what the budget leaves
+            config = crawl.read_config().get("round_defaults", {})
+            per_round = opts.effective_round_settings(parsed.view_as(opts.RoundOptions), argv,
+                                                      config)["max_pages"]
+            remaining = c.max_total_pages - downloaded
+            if remaining < int(per_round):
+                round_argv += ["--max_pages", str(remaining)]
+        report = round_mod.run_round(round_argv)
         reports.append(report)
         done += 1
         downloaded = report["page_sets"]["downloaded"]
