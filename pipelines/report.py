@@ -61,6 +61,9 @@ def round_report(crawl, round_no, prev, settings, started, ended):
             "unknowable": None,
         },
         "frontier_size": frontier,
+        # seconds spent in each step, summed over workers/bundles (fetch: wall time of the
+        # fetch bundles; the rest: processing time), beside the round's wall time
+        "time_split": {k[len("seconds_"):]: round(v, 3) for k, v in stats.items() if k.startswith("seconds_")},
         "stats": stats,
     }
 

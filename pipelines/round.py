@@ -207,6 +207,7 @@ def build_round(p, crawl, prev, round_no, settings, now, plan, seeds=(), do_fetc
         scored = ({"frontier": new_frontier, "edges": edges, "visited": visited_fps}
                   | "ScoreWholeFrontier" >> scoring.ScoreWholeFrontier(ordering, crawl, prev))
         new_frontier = scored["frontier"]
+        stats.append(scored["stats"])
         scored["opic"] | "WriteOpic" >> write.WriteTable(crawl.table_prefix(round_no, "opic"), tables.OPIC)
     stats.append(merged["stats"])
     pending = (new_frontier

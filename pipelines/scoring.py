@@ -13,6 +13,8 @@ worker:
 This is the in-memory path (numpy, see strategies.graph); graphs larger than one worker's
 memory need the Beam PageRank (transforms/pagerank.py).
 """
+import time
+
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
@@ -76,6 +78,7 @@ class _ScoreWhole(beam.DoFn):
         return CrawlDir(self.crawl_path).read_table(table, self.prev, columns=columns)
 
     def process(self, frontier_parts, round_edges, round_visited):
+        started = time.perf_counter()
         parts = [t for t in frontier_parts if t.num_rows]
         frontier = pa.concat_tables(parts) if parts else tables.FRONTIER.empty_table()
         fetched_fp = _column(round_visited, "fp")
@@ -97,6 +100,7 @@ class _ScoreWhole(beam.DoFn):
             return
         scores = np.asarray(self.ordering.score(frontier, graph), dtype=np.float64)
         frontier = frontier.set_column(frontier.schema.get_field_index("score"), "score", pa.array(scores))
+        yield beam.pvalue.TaggedOutput("stats", {"seconds_score": time.perf_counter() - started})
         for i in range(0, frontier.num_rows, CHUNK_ROWS):
             yield frontier.slice(i, CHUNK_ROWS)
 
@@ -113,5 +117,5 @@ class ScoreWholeFrontier(beam.PTransform):
                | "GatherFrontier" >> beam.combiners.ToList()
                | "ScoreWhole" >> beam.ParDo(self.fn, beam.pvalue.AsList(inputs["edges"]),
                                             beam.pvalue.AsList(inputs["visited"]))
-               .with_outputs("opic", main="frontier"))
-        return {"frontier": out.frontier, "opic": out.opic}
+               .with_outputs("opic", "stats", main="frontier"))
+        return {"frontier": out.frontier, "opic": out.opic, "stats": out.stats}

@@ -112,6 +112,7 @@ class FetchHosts(beam.DoFn):
 
     def start_bundle(self):
         self._pending = set()
+        self._started = None
 
     def _emit(self, fut, windowed):
         pages, host_row, sitemaps = fut.result()
@@ -129,6 +130,8 @@ class FetchHosts(beam.DoFn):
             rows.extend(t.to_pylist())
         if not rows:
             return
+        if self._started is None:
+            self._started = time.perf_counter()
         states = list(joined.get("state", []))
         state_row = states[0] if states else None
         self._pending.add(self._pool.submit(fetch_one_host, self._factory, host, rows, state_row))
@@ -143,6 +146,9 @@ class FetchHosts(beam.DoFn):
         for fut in cf.as_completed(list(self._pending)):
             yield from self._emit(fut, windowed=True)
         self._pending = set()
+        if self._started is not None:  # wall time this bundle spent fetching (for the time split)
+            yield beam.pvalue.TaggedOutput("stats", WindowedValue(
+                {"seconds_fetch": time.perf_counter() - self._started}, MIN_TIMESTAMP, [GlobalWindow()]))
 
     def teardown(self):
         pool = getattr(self, "_pool", None)

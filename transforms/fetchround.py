@@ -57,12 +57,12 @@ class FetchAndProcess(beam.PTransform):
         selected = beam.pvalue.AsList(fetch_list | "SelectedHosts" >> beam.Keys())
         host_state = hosts | "SelectedHostState" >> beam.FlatMap(_host_rows, selected)
         other_hosts = hosts | "UnselectedHosts" >> beam.Map(_other_hosts, selected)
-        pages, fetched_hosts, sitemap_files = (
+        pages, fetched_hosts, sitemap_files, fetch_stats = (
             {"urls": fetch_list, "state": host_state}
             | "JoinHostState" >> beam.CoGroupByKey()
-            | "Fetch" >> beam.ParDo(self.fetch_hosts).with_outputs("hosts", "sitemaps", main="pages"))
+            | "Fetch" >> beam.ParDo(self.fetch_hosts).with_outputs("hosts", "sitemaps", "stats", main="pages"))
         processed = (pages | "Process" >> beam.ParDo(self.process_pages)
-                     .with_outputs("results", "pages", "links", "filtered", main="visited"))
+                     .with_outputs("results", "pages", "links", "filtered", "stats", main="visited"))
         sitemaps = sitemap_files | "FilterSitemaps" >> beam.ParDo(
             FilterBundles(self.url_filter)).with_outputs("filtered", main="kept")
         visited = processed.visited | "VisitedTables" >> write.RowsToTables(tables.VISITED)
@@ -76,5 +76,6 @@ class FetchAndProcess(beam.PTransform):
             "hosts": ((fetched_hosts | "FetchedHostTables" >> write.RowsToTables(tables.HOSTS),
                        other_hosts) | "AllHosts" >> beam.Flatten()),
             "stats": ((visited | "VisitedStats" >> beam.Map(visited_stats),
-                       results | "RetryStats" >> beam.Map(retry_stats)) | "FetchStats" >> beam.Flatten()),
+                       results | "RetryStats" >> beam.Map(retry_stats), fetch_stats, processed.stats)
+                      | "FetchStats" >> beam.Flatten()),
         }

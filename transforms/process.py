@@ -13,8 +13,12 @@ become candidates with source `sitemap` and their lastmod; an index's children a
 queued as further sitemap files.
 """
 import hashlib
+import time
 
 import apache_beam as beam
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import tables
 from transforms import fetcher as fetcher_mod
@@ -114,7 +118,22 @@ class ProcessPages(beam.DoFn):
         self.ignore_meta_noindex = bool(settings["ignore_meta_noindex"])
         self.store_pages = bool(settings["store_pages"])
 
+    def start_bundle(self):
+        self._seconds = 0.0
+
+    def finish_bundle(self):
+        if self._seconds:
+            yield beam.pvalue.TaggedOutput("stats", WindowedValue(
+                {"seconds_parse": self._seconds}, MIN_TIMESTAMP, [GlobalWindow()]))
+
     def process(self, page):
+        started = time.perf_counter()
+        try:
+            yield from self._process(page)
+        finally:
+            self._seconds += time.perf_counter() - started
+
+    def _process(self, page):
         outcome, reason, retry = classify(page, self.now, self.max_retries, self.retry_backoff,
                                           self.max_redirects)
         if retry is not None:

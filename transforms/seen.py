@@ -11,6 +11,8 @@ recorded as filtered. Fetched URLs with a final outcome leave the frontier (the 
 writes their visited rows); transient ones stay with their retry state; links to seen URLs
 only update the frontier's in-link counts, anchors and depth; unseen ones join it.
 """
+import time
+
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
@@ -278,6 +280,7 @@ class _MergeBucket(beam.DoFn):
         self.round_no, self.score_fn = round_no, score_fn
 
     def process(self, element):
+        started = time.perf_counter()
         bucket, g = element
         frontier, filtered, stats = merge_bucket(
             g["frontier"], g["seen"], g["results"], g["candidates"], g["filtered"], self.round_no)
@@ -285,6 +288,7 @@ class _MergeBucket(beam.DoFn):
             scores = np.asarray(self.score_fn(frontier), dtype=np.float64)
             frontier = frontier.set_column(frontier.schema.get_field_index("score"), "score",
                                            pa.array(scores))
+        stats["seconds_urlseen"] = time.perf_counter() - started
         if frontier.num_rows:
             yield frontier
         if filtered.num_rows:
