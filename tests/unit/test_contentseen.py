@@ -145,7 +145,7 @@ def lsh_case(tmp_path_factory):
             pq.write_table(_table(fps[part], [urls[i] for i in part], rounds[part], sigs[part]), f)
             files[r].append(f)
     # datasketch, in memory: insert all, query each; pair (later, earlier) by (round, fp)
-    lsh = MinHashLSH(threshold=0.9, num_perm=128)
+    lsh = MinHashLSH(threshold=0.9, num_perm=128, params=cs.LSH_PARAMS)
     mh = [LeanMinHash(seed=1, hashvalues=s, scheme="affine32") for s in sigs]
     for i in range(n):
         lsh.insert(i, mh[i])
