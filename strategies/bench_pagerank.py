@@ -111,6 +111,7 @@ def main(argv=None):
     op = PageRankOperator(src, dst, n)
     jobs = [("numpy", lambda: pagerank(src, dst, n, tol=a.tol, return_info=True)),
             ("numpy_loop", lambda: op.iterate(tol=a.tol)),
+            ("numpy_scipy_backend", lambda: pagerank(src, dst, n, tol=a.tol, backend="scipy")),
             ("scipy", lambda: scipy_loop(src, dst, n, tol=a.tol))]
     if G is not None:
         # networkx stops at err < n * tol; give it tol / n so both stop at the same L1 bound
@@ -125,6 +126,8 @@ def main(argv=None):
     t_np = best["numpy"]
     rows = [("numpy (strategies.graph), edge arrays -> ranks", t_np, info["iterations"]),
             ("numpy power loop only (prepared operator)", best["numpy_loop"],
+             info["iterations"]),
+            ("strategies.graph, backend='scipy'", best["numpy_scipy_backend"],
              info["iterations"]),
             ("scipy CSR loop (incl. building the matrix)", best["scipy"], it_sp)]
     if G is not None:

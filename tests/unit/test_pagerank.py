@@ -74,3 +74,14 @@ def test_crawl_graph_from_fingerprints_maps_ids_back():
     assert g.node_ids([40, 99, 10]).tolist() == [3, -1, 0]
     assert g.urls_fp[g.src].tolist() == [10, 10, 30]
     assert abs(g.pagerank().sum() - 1) < 1e-12
+
+
+def test_scipy_backend_gives_the_same_ranks():
+    pytest.importorskip("scipy")
+    G = nx.gnp_random_graph(300, 0.02, seed=11, directed=True)
+    s, d = _edges(G)
+    a = pagerank(s, d, 300, tol=1e-13)
+    b = pagerank(s, d, 300, tol=1e-13, backend="scipy")
+    assert l1(a, b) < 1e-12
+    with pytest.raises(ValueError):
+        pagerank(s, d, 300, backend="cuda")
