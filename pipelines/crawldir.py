@@ -15,7 +15,8 @@ went missing is an error naming it instead of silently fewer rows.
 Table kinds
 - snapshot tables (frontier, hosts, opic): a round holds the full table; the view of
   round N is round N's files (opic only in crawls whose strategy uses OPIC).
-- delta tables (visited, links, pages, filtered): a round holds only the rows it added; the
+- delta tables (visited, links, pages, filtered, near_duplicates): a round holds only the
+  rows it added; the
   view of round N is the union of the deltas of rounds 0..N. (A compaction that folds old
   deltas into one full snapshot lists the table under "full" in that round's manifest;
   the view then starts there. Readers need no change for it: `table_files` stops there.)
@@ -32,7 +33,7 @@ from apache_beam.io.filesystems import FileSystems
 from schemas import tables
 
 SNAPSHOT_TABLES = ("frontier", "hosts", "opic")
-DELTA_TABLES = ("visited", "links", "pages", "filtered")
+DELTA_TABLES = ("visited", "links", "pages", "filtered", "near_duplicates")
 COMMITTED = "_COMMITTED"
 CRAWL_JSON = "crawl.json"
 REPORT_JSON = "report.json"

@@ -77,6 +77,8 @@ ROUND_SETTINGS = {
     "resolve_file": (str, "", "File with one HOST:PORT:ADDR per line (the simulated web writes one)."),
     "fetch_threads": (int, 32, "Hosts fetched concurrently per worker."),
     "store_pages": (_bool, True, "Store fetched bodies in the round's pages table."),
+    "expand_duplicates": (_bool, False, "Extract links from pages whose content duplicates an earlier page (mirrors)."),
+    "near_duplicates": (float, 0.9, "MinHash Jaccard threshold for near-duplicate pages (0 = off)."),
     "sitemaps": (_bool, True, "Read the sitemaps robots.txt lists (or /sitemap.xml) and queue their URLs."),
 }
 

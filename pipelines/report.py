@@ -50,6 +50,8 @@ def round_report(crawl, round_no, prev, settings, started, ended):
         "new_urls": int(stats.get("new_urls", 0)),
         "links_to_seen": int(stats.get("links_to_seen", 0)),
         "duplicates": int(outcomes.get("duplicate", 0)),
+        "content_seen": {k: int(stats.get(k, 0)) for k in
+                         ("exact_duplicates", "near_duplicates", "mirror_hosts_suspected")},
         "filtered_by_reason": filtered,
         "wall_seconds": round(wall, 3),
         "pages_per_second": round(visited / wall, 2),

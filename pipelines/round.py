@@ -23,7 +23,7 @@ from pipelines import report as report_mod
 from pipelines import faults, scoring
 from schemas import tables
 from strategies.ordering import get_ordering
-from transforms import generate, links, seen, write
+from transforms import contentdedup, generate, links, seen, write
 from transforms import fetcher as fetcher_mod
 from transforms import netguard
 from transforms.fetchround import FetchAndProcess
@@ -158,7 +158,8 @@ def build_round(p, crawl, prev, round_no, settings, now, plan, seeds=(), do_fetc
     max_depth = int(settings["max_depth"])
 
     frontier = _read(p, "Frontier", t["frontier"], tables.FRONTIER)
-    seen_fps = ((_read(p, "Visited", t["visited"], tables.VISITED, ["fp"]),
+    visited_view = _read(p, "Visited", t["visited"], tables.VISITED, contentdedup.OLD_COLUMNS)
+    seen_fps = ((visited_view | "VisitedFpsView" >> beam.Map(lambda t: t.select(["fp"])),
                  _read(p, "Filtered", t["filtered"], tables.FILTERED, ["fp"]))
                 | "SeenSets" >> beam.Flatten())
     hosts = _read(p, "Hosts", t["hosts"], tables.HOSTS)
@@ -170,14 +171,20 @@ def build_round(p, crawl, prev, round_no, settings, now, plan, seeds=(), do_fetc
         fetched = {"fetch_list": fetch_list, "hosts": hosts} | "FetchAndProcess" >> FetchAndProcess(
             fetch_config_from(settings), int(settings["fetch_threads"]), bool(settings["sitemaps"]),
             round_no, now, settings, url_filter)
-        result_tables, link_bundles = fetched["results"], fetched["links"]
+        content = ({"visited": fetched["visited"], "links": fetched["links"], "pages": fetched["pages"],
+                    "old": visited_view}
+                   | "ContentSeen" >> contentdedup.ApplyContentSeen(
+                       round_no, bool(settings["expand_duplicates"]), float(settings["near_duplicates"])))
+        result_tables, link_bundles = fetched["results"], content["links"]
         filtered_bundles, new_hosts = fetched["filtered"], fetched["hosts"]
-        visited_fps = fetched["visited"] | "VisitedFps" >> beam.Map(lambda t: t.select(["fp"]))
-        stats.append(fetched["stats"])
-        fetched["visited"] | "WriteVisited" >> write.WriteTable(
+        visited_fps = content["visited"] | "VisitedFps" >> beam.Map(lambda t: t.select(["fp"]))
+        stats.extend([fetched["stats"], content["stats"]])
+        content["visited"] | "WriteVisited" >> write.WriteTable(
             crawl.table_prefix(round_no, "visited"), tables.VISITED)
-        fetched["pages"] | "WritePages" >> write.WriteTable(
+        content["pages"] | "WritePages" >> write.WriteTable(
             crawl.table_prefix(round_no, "pages"), tables.PAGES)
+        content["near"] | "WriteNear" >> write.WriteTable(
+            crawl.table_prefix(round_no, "near_duplicates"), tables.NEAR_DUPLICATES)
     else:
         result_tables = p | "NoResults" >> beam.Create([], reshuffle=False).with_output_types(pa.Table)
         link_bundles = p | "NoLinks" >> beam.Create([], reshuffle=False)

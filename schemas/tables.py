@@ -78,13 +78,14 @@ VISITED = pa.schema([
     ("last_modified", pa.string()),
     ("content_fp", pa.int64()),         # fingerprint of the body (exact duplicates)
     ("text_fp", pa.int64()),            # fingerprint of the extracted text
-    ("duplicate_of", pa.string()),      # first URL with the same content, if any
+    ("duplicate_of", pa.string()),      # first URL (earliest round, then fp) with the same content
     ("canonical", pa.string()),         # rel=canonical target, recorded not followed
     ("meta_robots", pa.string()),       # e.g. "noindex,nofollow" from meta / X-Robots-Tag
     ("title", pa.string()),
     ("outlinks", pa.int32()),           # links extracted (before filtering)
     ("retries", pa.int32()),
     ("first_parent", pa.string()),
+    ("minhash", pa.list_(pa.uint32())),  # MinHash of the visible text (transforms/contentseen.py)
 ])
 
 LINKS = pa.schema([
@@ -130,6 +131,18 @@ FILTERED = pa.schema([
     ("first_parent", pa.string()),
 ])
 
+# Near-duplicate pairs found in a round (MinHash LSH, transforms/contentseen.py): the later
+# page (by round, then fp) and the earlier one it nearly copies.
+NEAR_DUPLICATES = pa.schema([
+    ("fp", pa.int64()),
+    ("url", pa.string()),
+    ("round", pa.int32()),
+    ("of_fp", pa.int64()),
+    ("of_url", pa.string()),
+    ("of_round", pa.int32()),
+    ("jaccard", pa.float64()),
+])
+
 # OPIC state (strategies/opic.py) of every known page, visited or pending; written only by
 # crawls whose strategy uses OPIC. The row with fp = 0 is the virtual page: its history is
 # the cash it has paid back to all pages (its cash is always 0 between rounds).
@@ -150,6 +163,7 @@ TABLES = {
     "hosts": HOSTS,
     "filtered": FILTERED,
     "opic": OPIC,
+    "near_duplicates": NEAR_DUPLICATES,
 }
 
 

@@ -12,7 +12,6 @@ A fetched sitemap (source sitemap_file) is parsed as a sitemap, not as HTML: its
 become candidates with source `sitemap` and their lastmod; an index's children are
 queued as further sitemap files.
 """
-import hashlib
 import time
 
 import apache_beam as beam
@@ -21,18 +20,13 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import tables
+from transforms import contentseen
 from transforms import fetcher as fetcher_mod
 from transforms import parse as parse_mod
 from transforms import sitemaps as sitemaps_mod
 from transforms import urls as urls_mod
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
-
-
-def content_fingerprint(data: bytes) -> int:
-    if not data:
-        return 0
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little", signed=True)
 
 
 def classify(page, now, max_retries, retry_backoff, max_redirects):
@@ -117,6 +111,7 @@ class ProcessPages(beam.DoFn):
         self.ignore_meta_nofollow = bool(settings["ignore_meta_nofollow"])
         self.ignore_meta_noindex = bool(settings["ignore_meta_noindex"])
         self.store_pages = bool(settings["store_pages"])
+        self.minhash = float(settings.get("near_duplicates") or 0) > 0
 
     def start_bundle(self):
         self._seconds = 0.0
@@ -165,7 +160,7 @@ class ProcessPages(beam.DoFn):
             if children:
                 bundles.append(self._bundle(page, children, [""] * len(children), tables.SOURCE_SITEMAP_FILE))
         elif outcome == tables.OK and body:
-            visited["content_fp"] = content_fingerprint(body)
+            visited["content_fp"] = contentseen.body_fingerprint(body, page["url"])
             ctype = (page.get("content_type") or "").lower()
             if ctype in HTML_TYPES or not ctype:
                 if parse_mod.looks_binary(body):
@@ -179,7 +174,11 @@ class ProcessPages(beam.DoFn):
                     visited.update(charset=parsed.charset, title=(parsed.title or None),
                                    canonical=parsed.canonical, outlinks=len(parsed.links),
                                    meta_robots=",".join(sorted(flags)) or None,
-                                   text_fp=content_fingerprint(parsed.text.encode("utf-8")))
+                                   text_fp=contentseen.text_fingerprint(parsed.text))
+                    if self.minhash:
+                        sigs, has = contentseen.minhash_signatures([parsed.text])
+                        if has[0]:
+                            visited["minhash"] = sigs[0].tolist()
                     if parsed.links and ("nofollow" not in flags or self.ignore_meta_nofollow):
                         bundles.append(self._bundle(page, parsed.links, parsed.anchors, tables.SOURCE_LINK))
                     if "noindex" in flags and not self.ignore_meta_noindex:

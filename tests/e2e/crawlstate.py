@@ -26,7 +26,7 @@ def crawl_args(web, crawl_dir, *extra):
     return ["--crawl_dir", str(crawl_dir), "--resolve_file", str(web.hostmap_file),
             "--allow_loopback", "true", "--delay_per_host", "0.05", "--deny_extensions", "",
             "--max_pages", "1000", "--max_per_host", "1000", "--allow_domains", "simweb.test",
-            "--sitemaps", "false",
+            "--sitemaps", "false", "--expand_duplicates", "true",
             *extra]
 
 

@@ -123,3 +123,22 @@ def test_killed_round_reruns_to_the_state_of_an_uninterrupted_crawl(full_crawl, 
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err[-3000:]
     crawlstate.assert_same_state(crawlstate.state(d, target), crawlstate.state(crash, target))
+
+
+def test_mirror_pages_are_flagged_as_duplicates_and_no_distinct_page_is(full_crawl, simweb_small):
+    d, reports, _ = full_crawl
+    c = CrawlDir(str(d))
+    visited = {r["url"]: r for r in c.read_table("visited", c.last_committed()).to_pylist()}
+    truth = simweb_small.ground_truth["pages"].to_pylist()
+    original = {p["url"]: p["is_duplicate_of"] or p["url"] for p in truth}
+    mirror_pages = [p["url"] for p in truth if p["dup_kind"] == "mirror" and p["url"] in visited
+                    and visited[p["url"]]["http_status"] == 200]
+    assert mirror_pages, "the small web has a mirror host"
+    flagged = [u for u in mirror_pages if visited[u]["outcome"] == "duplicate"]
+    assert len(flagged) >= 0.99 * len(mirror_pages)
+    dups = [r for r in visited.values() if r["outcome"] == "duplicate"]
+    wrong = [(r["url"], r["duplicate_of"]) for r in dups
+             if original.get(r["url"], r["url"]) != original.get(r["duplicate_of"], r["duplicate_of"])]
+    assert wrong == []
+    assert sum(r["content_seen"]["exact_duplicates"] for r in reports) == len(dups)
+    assert any(r["content_seen"]["mirror_hosts_suspected"] for r in reports)
