@@ -311,6 +311,34 @@ def unpack(data) -> pa.Table:
     return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
 
 
+class _SortedFps(beam.CombineFn):
+    """int64 arrays -> one sorted array of distinct values (the semi-join probe set)."""
+
+    def create_accumulator(self):
+        return []
+
+    def add_input(self, acc, arr):
+        acc.append(np.asarray(arr, dtype=np.int64))
+        return acc
+
+    def merge_accumulators(self, accs):
+        parts = [a for acc in accs for a in acc]
+        return [_sorted_unique(np.concatenate(parts))] if parts else []
+
+    def extract_output(self, acc):
+        return _sorted_unique(np.concatenate(acc)) if acc else np.zeros(0, np.int64)
+
+
+def _seen_probed(table, buckets, probe):
+    """split_fps_by_bucket of the seen fps that some candidate or filtered URL asks about."""
+    if table is None or table.num_rows == 0 or len(probe) == 0:
+        return
+    fps = np.asarray(table.column("fp").to_numpy(zero_copy_only=False), dtype=np.int64)
+    hit = fps[_member(fps, probe)]
+    if len(hit):
+        yield from split_fps_by_bucket(pa.table({"fp": hit}), buckets)
+
+
 def _split_packed(table, buckets, fp_column="fp"):
     for k, part in split_by_bucket(table, buckets, fp_column):
         yield k, pack(part)
@@ -356,9 +384,19 @@ class UrlSeen(beam.PTransform):
     def expand(self, inputs):
         b = self.buckets
         packed = _split_packed
+        # Map-side semi-join: the seen side (visited + filtered views, the big tables) only
+        # matters where a candidate or filtered URL asks about it, so each seen batch is
+        # probed against this round's asked fps (a side input the size of the round's
+        # links, not of the crawl) and only hits are shuffled.
+        probe = ((inputs["candidates"] | "CandidateFps" >> beam.Map(
+                      lambda t: _np(t.column("dst_fp"))),
+                  inputs["filtered"] | "FilteredFps" >> beam.Map(lambda t: _np(t.column("fp"))))
+                 | "AskedFps" >> beam.Flatten()
+                 | "ProbeSet" >> beam.CombineGlobally(_SortedFps()))
         keyed = {
             "frontier": inputs["frontier"] | "BucketFrontier" >> beam.FlatMap(packed, b),
-            "seen": inputs["seen"] | "BucketSeen" >> beam.FlatMap(split_fps_by_bucket, b),
+            "seen": inputs["seen"] | "BucketSeen" >> beam.FlatMap(
+                _seen_probed, b, beam.pvalue.AsSingleton(probe)),
             "results": inputs["results"] | "BucketResults" >> beam.FlatMap(packed, b),
             "candidates": inputs["candidates"] | "BucketCandidates" >> beam.FlatMap(
                 packed, b, "dst_fp"),
