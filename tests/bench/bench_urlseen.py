@@ -18,6 +18,13 @@ Then, each in its own (spawned) child process so peak RSS is per run:
 It reports wall time (pipeline construction to last file written; DuckDB query to
 result) and peak RSS of each child (`ru_maxrss` of the child itself), and checks that the
 new frontier's fingerprints are set-equal to DuckDB's anti-join. Not a test: run it by hand.
+
+    .venv/bin/python -m tests.bench.bench_urlseen --round_shape 100000 1000000 10000000
+
+times a round's crawl-DB part instead (the part that grows with the crawl): 90 % of the
+known URLs visited (fp column only), 10 % pending in the frontier (full FRONTIER rows),
+1 000 fetched frontier URLs and their 20 000 links (half to known URLs): read, URL-seen,
+write the new frontier.
 """
 from __future__ import annotations
 
@@ -81,6 +88,108 @@ def make_data(root: Path, n_visited: int, seed: int = 1, link_share: float = 0.2
         pq.write_table(t, f, row_group_size=ROW_GROUP)
         lfiles.append(str(f))
     return vfiles, lfiles
+
+
+def make_round_data(root: Path, n_known: int, pages: int = 1000, links_per_page: int = 20,
+                    seed: int = 2):
+    """A round's URL-seen inputs at n_known known URLs: visited (90 %) and frontier (10 %,
+    full FRONTIER rows) Parquet, `pages` fetched frontier URLs (final results) and their
+    pages * links_per_page links, half to known URLs, half new."""
+    from schemas import tables
+    from transforms.seen import CANDIDATES, RESULTS
+    rng = np.random.default_rng(seed)
+    known = rng.integers(-2**63, 2**63 - 1, size=n_known, dtype=np.int64)
+    n_front = n_known // 10
+    visited, front = known[n_front:], known[:n_front]
+    for d in ("visited", "frontier", "results", "links"):
+        (root / d).mkdir(parents=True, exist_ok=True)
+    vfiles = []
+    for k, start in enumerate(range(0, len(visited), FILE_ROWS)):
+        f = root / "visited" / f"part-{k:05d}.parquet"
+        pq.write_table(pa.table({"fp": visited[start:start + FILE_ROWS]}), f, row_group_size=ROW_GROUP)
+        vfiles.append(str(f))
+    ffiles = []
+    for k, start in enumerate(range(0, n_front, FILE_ROWS)):
+        fp = front[start:start + FILE_ROWS]
+        hosts = (fp.view(np.uint64) % np.uint64(5000)).astype(np.int64).tolist()
+        t = tables.conform(pa.table({
+            "fp": fp, "url": [f"http://h{h}.example/p/{x & 0xffffffffff:x}" for h, x in zip(hosts, fp.tolist())],
+            "host": [f"h{h}.example" for h in hosts], "depth": pa.array(np.ones(len(fp), np.int32)),
+            "score": np.zeros(len(fp)), "inlinks": np.ones(len(fp), np.int64),
+            "anchors": pa.array([["a"]] * len(fp), pa.list_(pa.string())),
+            "retries": pa.array(np.zeros(len(fp), np.int32)), "not_before": np.zeros(len(fp))}),
+            tables.FRONTIER)
+        f = root / "frontier" / f"part-{k:05d}.parquet"
+        pq.write_table(t, f, row_group_size=ROW_GROUP)
+        ffiles.append(str(f))
+    fetched = rng.choice(front, pages, replace=False)
+    rfile = root / "results" / "part-00000.parquet"
+    pq.write_table(pa.table({"fp": fetched, "final": np.ones(pages, bool)}).cast(
+        pa.schema([RESULTS.field("fp"), RESULTS.field("final")])), rfile)
+    n_links = pages * links_per_page
+    dst = np.concatenate([rng.choice(known, n_links // 2),
+                          rng.integers(-2**63, 2**63 - 1, size=n_links - n_links // 2, dtype=np.int64)])
+    src = np.repeat(fetched, links_per_page)
+    hosts = (dst.view(np.uint64) % np.uint64(5000)).astype(np.int64).tolist()
+    t = tables.conform(pa.table({
+        "dst_fp": dst, "dst": [f"http://h{h}.example/p/{x & 0xffffffffff:x}" for h, x in zip(hosts, dst.tolist())],
+        "host": [f"h{h}.example" for h in hosts], "depth": pa.array(np.full(n_links, 2, np.int32)),
+        "src_fp": src, "src": [f"s{x}" for x in src.tolist()], "anchor": ["anchor"] * n_links,
+        "source": ["link"] * n_links}), CANDIDATES)
+    lfile = root / "links" / "part-00000.parquet"
+    pq.write_table(t, lfile)
+    return vfiles, ffiles, [str(rfile)], [str(lfile)]
+
+
+def run_round_urlseen(vfiles, ffiles, rfiles, lfiles, out_dir, buckets, queue):
+    """The round's crawl-DB part: read visited fps + frontier, URL-seen, write the frontier."""
+    import apache_beam as beam
+    from apache_beam.io.parquetio import ReadAllFromParquetBatched
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+    from schemas import tables
+    from transforms import seen
+
+    base_rss = _peak_rss_mib()
+    t0 = time.perf_counter()
+    with beam.Pipeline(runner=FnApiRunner()) as p:
+        def read(label, files, columns, schema):
+            return (p | f"{label}Files" >> beam.Create(files, reshuffle=False)
+                    | f"Read{label}" >> ReadAllFromParquetBatched(columns=columns,
+                                                                  label=f"Read{label}Parquet")
+                    | f"Conform{label}" >> beam.Map(tables.conform, schema))
+        inputs = {
+            "frontier": read("Frontier", ffiles, None, tables.FRONTIER),
+            "seen": read("Visited", vfiles, ["fp"], pa.schema([("fp", pa.int64())])),
+            "results": read("Results", rfiles, None, seen.RESULTS),
+            "candidates": read("Links", lfiles, None, seen.CANDIDATES),
+            "filtered": p | "NoFiltered" >> beam.Create([], reshuffle=False).with_output_types(pa.Table),
+        }
+        out = inputs | "UrlSeen" >> seen.UrlSeen(buckets, round_no=2)
+        out["frontier"] | "WriteFrontier" >> beam.Map(_WriteTable(out_dir))
+    queue.put({"wall_s": time.perf_counter() - t0, "peak_rss_mib": _peak_rss_mib(),
+               "base_rss_mib": base_rss})
+
+
+class _WriteTable:
+    def __init__(self, out_dir):
+        self.out_dir = out_dir
+
+    def __call__(self, table):
+        import uuid
+        pq.write_table(table, os.path.join(self.out_dir, f"{uuid.uuid4().hex}.parquet"))
+        return table.num_rows
+
+
+def bench_round(n_known: int, workdir: Path) -> dict:
+    root = workdir / f"round{n_known}"
+    files = make_round_data(root, n_known)
+    buckets = max(MIN_BUCKETS, math.ceil(n_known / BUCKET_ROWS))
+    out = root / "frontier_out"
+    out.mkdir()
+    r = in_child(run_round_urlseen, *files, str(out), buckets)
+    rows = pq.read_table(out).num_rows
+    return {"known": n_known, "buckets": buckets, "frontier_out": rows, **r}
 
 
 def _peak_rss_mib() -> float:
@@ -197,8 +306,22 @@ def main(argv=None):
     ap.add_argument("--buckets", type=int, default=None, help="default: as pipelines.round")
     ap.add_argument("--workdir", default=None, help="default: a temporary directory, removed after")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--round_shape", type=int, nargs="*", default=None,
+                    help="instead: a round's crawl-DB part (read visited + frontier, URL-seen, "
+                         "write frontier) at these known-URL counts, 1 000 fetched pages x 20 links")
     a = ap.parse_args(argv)
     workdir = Path(a.workdir or tempfile.mkdtemp(prefix="bench_urlseen_"))
+    if a.round_shape is not None:
+        try:
+            for n in a.round_shape or [100_000, 1_000_000, 10_000_000]:
+                r = bench_round(n, workdir)
+                print(json.dumps(r) if a.json else
+                      f"known={n:>11,} buckets={r['buckets']:>3} frontier_out={r['frontier_out']:>10,}  "
+                      f"URL-seen+write {r['wall_s']:6.2f} s  peak RSS {r['peak_rss_mib']:6.0f} MiB", flush=True)
+        finally:
+            if not a.workdir:
+                shutil.rmtree(workdir, ignore_errors=True)
+        return
     try:
         rows = []
         for n in a.visited:
