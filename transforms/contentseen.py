@@ -30,7 +30,9 @@ ContentSeen(key="content_fp", buckets=16)  -- exact duplicates
          ``new``: this round's fetched pages with content: columns fp, url, host, content_fp
                   (round is the transform's round_no; rows with content_fp 0/null ignored);
          ``old``: the visited view of committed rounds, columns fp, url, host, round,
-                  content_fp (read with ReadAllFromParquetBatched(columns=...)).
+                  content_fp (read with ReadAllFromParquetBatched(columns=...)); url and
+                  host may be left out to read less (then duplicate_of / duplicate_of_host
+                  are null for old firsts, and duplicate_of_fp names them).
   output PCollection of Arrow tables ``DUPLICATES``, one row per duplicate page of this
          round: fp, url, host, content_fp, duplicate_of (url), duplicate_of_fp,
          duplicate_of_host, duplicate_of_round.
@@ -286,10 +288,10 @@ def exact_duplicates(new: pa.Table, old: pa.Table | None, round_no: int,
         n = t.num_rows
         rnd = (np.full(n, round_no, np.int32) if is_new
                else _col(t, "round", round_no).astype(np.int32))
+        text = lambda c: (t.column(c).cast(pa.string()) if c in t.column_names
+                          else pa.nulls(n, pa.string()))
         parts.append(pa.table({
-            "fp": t.column("fp").cast(pa.int64()), "url": t.column("url").cast(pa.string()),
-            "host": t.column("host").cast(pa.string()) if "host" in t.column_names
-            else pa.nulls(n, pa.string()),
+            "fp": t.column("fp").cast(pa.int64()), "url": text("url"), "host": text("host"),
             "key": t.column(key).cast(pa.int64()), "round": pa.array(rnd, pa.int32()),
             "new": pa.array(np.full(n, is_new))}))
     if not parts:

@@ -178,3 +178,27 @@ def test_beam_banding_gives_datasketch_minhashlsh_pairs_on_10000_pages(lsh_case)
                 want = sorted(k for k, j in pairs.items() if rank[k[0]] == rnd and j >= thr)
                 assert want
                 assert_that(got, equal_to(want), label=f"Check{thr}")
+
+
+def test_old_side_without_url_names_the_first_by_fp():
+    old = pages([dict(fp=50, url="old50", host="a", round=1, content_fp=7)]).select(["fp", "round", "content_fp"])
+    new = pages([dict(fp=10, url="new10", host="m", round=2, content_fp=7)])
+    (row,) = cs.exact_duplicates(new, old, 2).to_pylist()
+    assert (row["duplicate_of"], row["duplicate_of_fp"]) == (None, 50)
+
+
+def test_mirror_and_stats_transforms_count_a_round():
+    d = pa.Table.from_pylist(
+        [dict(fp=i, url=f"m/{i}", host="mirror", content_fp=i, duplicate_of=f"s/{i}",
+              duplicate_of_fp=100 + i, duplicate_of_host="site", duplicate_of_round=1)
+         for i in range(5)], schema=cs.DUPLICATES)
+    near = [dict(zip(cs.NEAR_PAIRS, (1, "a", 2, 2, "b", 1, 0.95))),
+            dict(zip(cs.NEAR_PAIRS, (1, "a", 2, 3, "c", 1, 0.92)))]
+    with TestPipeline(runner="FnApiRunner") as p:
+        dups = p | "D" >> beam.Create([d.slice(0, 2), d.slice(2)])
+        mirrors = dups | cs.SuspectMirrors(min_pages=3)
+        assert_that(mirrors, equal_to([("mirror", "site", 5)]), label="Mirrors")
+        stats = {"duplicates": dups, "near": p | "N" >> beam.Create(near),
+                 "mirrors": mirrors} | cs.ContentSeenStats()
+        assert_that(stats, equal_to([{"exact_duplicates": 5, "near_duplicates": 1,
+                                      "mirror_hosts_suspected": 1}]), label="Stats")
