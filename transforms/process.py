@@ -164,7 +164,8 @@ class ProcessPages(beam.DoFn):
             ctype = (page.get("content_type") or "").lower()
             if ctype in HTML_TYPES or not ctype:
                 if parse_mod.looks_binary(body):
-                    visited["reason"] = "binary body served as html" if ctype else "binary body"
+                    why = "binary body served as html" if ctype else "binary body"
+                    visited["reason"] = f"{reason}; {why}" if reason else why
                 else:
                     parsed = parse_mod.parse_html(
                         body, page["url"], page.get("content_type_header"),

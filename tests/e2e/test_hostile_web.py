@@ -136,10 +136,6 @@ def test_gzip_bomb_inflates_only_up_to_the_body_cap(crawl, visited):
     assert r["reason"]   # 'body_cap' from the fetcher, or the binary note that replaces it
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "transforms/process.py ProcessPages.process: a body that looks binary gets "
-    "visited['reason'] = 'binary body served as html', overwriting the fetcher's 'body_cap' "
-    "(the truncated flag survives); proposed: keep both, e.g. 'body_cap; binary body served as html'"))
 def test_gzip_bomb_keeps_the_body_cap_reason(crawl, visited):
     assert "body_cap" in V(crawl, visited, "hostile", "/bomb.html")["reason"]
 
