@@ -166,7 +166,8 @@ def run_round_urlseen(vfiles, ffiles, rfiles, lfiles, out_dir, buckets, queue):
             "filtered": p | "NoFiltered" >> beam.Create([], reshuffle=False).with_output_types(pa.Table),
         }
         out = inputs | "UrlSeen" >> seen.UrlSeen(buckets, round_no=2)
-        out["frontier"] | "WriteFrontier" >> beam.Map(_WriteTable(out_dir))
+        from tests.bench.bench_urlseen import _WriteTable as write_table
+        out["frontier"] | "WriteFrontier" >> beam.Map(write_table(out_dir))
     queue.put({"wall_s": time.perf_counter() - t0, "peak_rss_mib": _peak_rss_mib(),
                "base_rss_mib": base_rss})
 
@@ -210,7 +211,7 @@ class _WriteFps:
         return table.num_rows
 
 
-def run_urlseen(vfiles, lfiles, out_dir, buckets, queue):
+def run_urlseen(vfiles, lfiles, out_dir, buckets, workers, queue):
     import apache_beam as beam
     from apache_beam.io.parquetio import ReadAllFromParquetBatched
     from apache_beam.options.pipeline_options import PipelineOptions
@@ -221,7 +222,8 @@ def run_urlseen(vfiles, lfiles, out_dir, buckets, queue):
 
     base_rss = _peak_rss_mib()
     t0 = time.perf_counter()
-    opts = PipelineOptions([])
+    opts = PipelineOptions([] if workers <= 1 else
+                           [f"--direct_num_workers={workers}", "--direct_running_mode=multi_processing"])
     with beam.Pipeline(runner=FnApiRunner(), options=opts) as p:
         def read(label, files, columns):
             return (p | f"{label}Files" >> beam.Create(files, reshuffle=False)
@@ -237,7 +239,8 @@ def run_urlseen(vfiles, lfiles, out_dir, buckets, queue):
             "filtered": empty("NoFiltered"),
         }
         out = inputs | "UrlSeen" >> seen.UrlSeen(buckets, round_no=1)
-        out["frontier"] | "WriteFps" >> beam.Map(_WriteFps(out_dir))
+        from tests.bench.bench_urlseen import _WriteFps as write_fps   # by reference, not __main__
+        out["frontier"] | "WriteFps" >> beam.Map(write_fps(out_dir))
     wall = time.perf_counter() - t0
     queue.put({"wall_s": wall, "peak_rss_mib": _peak_rss_mib(), "base_rss_mib": base_rss})
 
@@ -280,7 +283,7 @@ def fps_of(path) -> np.ndarray:
     return np.sort(t.column("fp").to_numpy())
 
 
-def bench(n_visited: int, workdir: Path, buckets: int | None = None) -> dict:
+def bench(n_visited: int, workdir: Path, buckets: int | None = None, workers: int = 1) -> dict:
     root = workdir / f"n{n_visited}"
     t = time.perf_counter()
     vfiles, lfiles = make_data(root, n_visited)
@@ -289,7 +292,7 @@ def bench(n_visited: int, workdir: Path, buckets: int | None = None) -> dict:
         buckets = max(MIN_BUCKETS, math.ceil(n_visited / BUCKET_ROWS))
     us_dir = root / "urlseen_out"
     us_dir.mkdir()
-    us = in_child(run_urlseen, vfiles, lfiles, str(us_dir), buckets)
+    us = in_child(run_urlseen, vfiles, lfiles, str(us_dir), buckets, workers)
     dd = in_child(run_duckdb, vfiles, lfiles, str(root / "duckdb_out.parquet"))
     a = fps_of(us_dir) if any(us_dir.iterdir()) else np.zeros(0, np.int64)
     b = fps_of(root / "duckdb_out.parquet")
@@ -304,6 +307,8 @@ def main(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--visited", type=int, nargs="+", default=[1_000_000, 10_000_000])
     ap.add_argument("--buckets", type=int, default=None, help="default: as pipelines.round")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="FnApiRunner SDK workers (>1: multi_processing, like --direct_num_workers)")
     ap.add_argument("--workdir", default=None, help="default: a temporary directory, removed after")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--round_shape", type=int, nargs="*", default=None,
@@ -325,7 +330,7 @@ def main(argv=None):
     try:
         rows = []
         for n in a.visited:
-            r = bench(n, workdir, a.buckets)
+            r = bench(n, workdir, a.buckets, a.workers)
             rows.append(r)
             if a.json:
                 print(json.dumps(r), flush=True)
