@@ -44,6 +44,11 @@ ROUND_SETTINGS = {
     "max_per_host": (int, 100, "At most this many URLs of one host per round."),
     "max_depth": (int, 0, "Do not queue links deeper than this many hops from a seed (0 = no limit)."),
     "strategy": (str, "bfs", "Ordering strategy that scores the frontier (see strategies/)."),
+    "pagerank_path": (str, "auto", "Where graph strategies compute PageRank: 'memory' (numpy on one worker), "
+                                   "'beam' (iterated CoGroupByKey steps, for graphs larger than a worker's "
+                                   "memory) or 'auto' (beam above --pagerank_beam_edges known links)."),
+    "pagerank_beam_edges": (int, 20_000_000, "Known links above which --pagerank_path=auto uses the Beam path."),
+    "pagerank_iterations": (int, 30, "Power iterations of the Beam PageRank (its graph is static, so fixed)."),
     "strategy_params": (str, "", "Strategy parameters as KEY=VALUE[,KEY=VALUE...], e.g. 'x=2,y=1' for "
                                  "preference (I(P) = x*IB + y*IL) or 'damping=0.85,tol=1e-8' for partial_pagerank."),
     # --- scope and URL filter ---

@@ -114,6 +114,16 @@ class _LocalScore:
         return self.ordering.score(table, None)
 
 
+def uses_beam_pagerank(ordering, settings, known_links):
+    """Graph strategies take the Beam PageRank path when asked, or when the graph is large."""
+    if not ordering.needs_graph:
+        return False
+    path = settings.get("pagerank_path", "auto")
+    if path not in ("auto", "memory", "beam"):
+        raise CrawlStateError(f"--pagerank_path must be auto, memory or beam, not {path!r}")
+    return path == "beam" or (path == "auto" and known_links > int(settings["pagerank_beam_edges"]))
+
+
 def _read(p, label, files, schema, columns=None):
     if not files:
         return p | f"Empty{label}" >> beam.Create([], reshuffle=False).with_output_types(pa.Table)
@@ -134,7 +144,7 @@ def _schedulable(table, now, max_depth):
     return dict(zip(g.column("host").to_pylist(), g.column("fp_count").to_pylist()))
 
 
-INPUT_TABLES = ("frontier", "visited", "filtered", "hosts", "opic")
+INPUT_TABLES = ("frontier", "visited", "filtered", "hosts", "opic", "links")
 
 
 def plan_round(crawl, prev):
@@ -210,7 +220,16 @@ def build_round(p, crawl, prev, round_no, settings, now, plan, seeds=(), do_fetc
               "candidates": candidates, "filtered": filtered} | "UrlSeen" >> seen.UrlSeen(
         buckets, round_no, score_fn)
     new_frontier = merged["frontier"]
-    if score_fn is None:
+    if score_fn is None and uses_beam_pagerank(ordering, settings, rows["links"]):
+        old_edges = _read(p, "Links", t["links"], tables.LINKS, ["src_fp", "dst_fp"])
+        nodes = ((visited_view, visited_fps, new_frontier) | "GraphNodes" >> beam.Flatten()
+                 | "NodeTables" >> beam.Map(lambda t: t.select(["fp"])))
+        new_frontier = ({"frontier": new_frontier, "nodes": nodes,
+                         "edges": (old_edges, edges) | "AllEdges" >> beam.Flatten()}
+                        | "ScoreByBeamPageRank" >> scoring.ScoreByBeamPageRank(
+                            int(settings["pagerank_iterations"]), getattr(ordering, "damping", 0.85),
+                            buckets))
+    elif score_fn is None:
         scored = ({"frontier": new_frontier, "edges": edges, "visited": visited_fps}
                   | "ScoreWholeFrontier" >> scoring.ScoreWholeFrontier(ordering, crawl, prev))
         new_frontier = scored["frontier"]
@@ -267,7 +286,7 @@ def run_round(argv):
     round_no = prev + 1
     settings = opts.effective_round_settings(parsed.view_as(opts.RoundOptions), argv,
                                              config.get("round_defaults", {}))
-    ordering_from(settings)  # an unknown strategy fails here, before anything is written
+    uses_beam_pagerank(ordering_from(settings), settings, 0)  # bad flags fail before any write
     plan = plan_round(crawl, prev)
     if crawl.discard_uncommitted(round_no):
         LOG.warning("discarded the partial output of an interrupted run of round %d", round_no)

@@ -119,3 +119,50 @@ class ScoreWholeFrontier(beam.PTransform):
                                             beam.pvalue.AsList(inputs["visited"]))
                .with_outputs("opic", "stats", main="frontier"))
         return {"frontier": out.frontier, "opic": out.opic, "stats": out.stats}
+
+
+def _ranks_by_bucket(table, buckets):
+    from transforms.seen import split_by_bucket
+    yield from split_by_bucket(table, buckets)
+
+
+def _apply_ranks(element):
+    _, g = element
+    ranks = [t for t in g["ranks"] if t.num_rows]
+    fp = np.concatenate([t.column("fp").to_numpy() for t in ranks]) if ranks else np.zeros(0, np.int64)
+    rank = np.concatenate([t.column("rank").to_numpy() for t in ranks]) if ranks else np.zeros(0)
+    order = np.argsort(fp)
+    fp, rank = fp[order], rank[order]
+    for f in g["frontier"]:
+        if not f.num_rows:
+            continue
+        want = f.column("fp").to_numpy(zero_copy_only=False)
+        pos = np.clip(np.searchsorted(fp, want), 0, max(len(fp) - 1, 0))
+        score = np.where((len(fp) > 0) & (fp[pos] == want), rank[pos], 0.0) if len(fp) else np.zeros(len(want))
+        yield f.set_column(f.schema.get_field_index("score"), "score", pa.array(score))
+
+
+class ScoreByBeamPageRank(beam.PTransform):
+    """Frontier tables scored with the PageRank of the downloaded ∪ pending graph, computed
+    as a Beam job (transforms.pagerank) over all known links, so no worker holds the graph.
+
+    Inputs: dict with `frontier` (tables), `edges` (LINKS-like tables: src_fp, dst_fp, all
+    known links) and `nodes` (tables with an fp column: visited and pending pages).
+    """
+
+    def __init__(self, iterations, damping, buckets):
+        super().__init__()
+        self.iterations, self.damping, self.buckets = iterations, damping, buckets
+
+    def expand(self, inputs):
+        from transforms.pagerank import PageRank, RanksToTables
+        nodes = inputs["nodes"] | "NodeFps" >> beam.Map(
+            lambda t: t.column("fp").to_numpy(zero_copy_only=False))
+        ranks = (inputs["edges"]
+                 | "BeamPageRank" >> PageRank(self.iterations, self.buckets, self.damping, nodes=nodes)
+                 | "RankTables" >> RanksToTables())
+        b = self.buckets
+        return ({"frontier": inputs["frontier"] | "BucketFrontierForRanks" >> beam.FlatMap(_ranks_by_bucket, b),
+                 "ranks": ranks | "BucketRanks" >> beam.FlatMap(_ranks_by_bucket, b)}
+                | "JoinRanks" >> beam.CoGroupByKey()
+                | "ApplyRanks" >> beam.FlatMap(_apply_ranks))
