@@ -1,5 +1,6 @@
 """`beamcrawl` console script: beamcrawl inject|round|crawl|report|evaluate [flags]."""
 import importlib
+import logging
 import sys
 
 COMMANDS = {
@@ -9,6 +10,21 @@ COMMANDS = {
     "report": "pipelines.report",
     "evaluate": "pipelines.evaluate",
 }
+
+
+def run_cli(run, argv, describe):
+    """An entry point's main(): run(argv), print describe(result); a damaged or missing crawl
+    state is one clear line on stderr and exit status 2, not a traceback."""
+    from pipelines.crawldir import CrawlStateError
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        result = run(argv)
+    except CrawlStateError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(describe(result))
+    return 0
 
 
 def main(argv=None):

@@ -5,12 +5,12 @@
 A crash at any point loses at most the round in progress: run the same command again
 and it continues from the last committed round.
 """
-import logging
 import sys
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import options as opts
+from pipelines.cli import run_cli
 from pipelines import report as report_mod
 from pipelines import round as round_mod
 from pipelines.crawldir import CrawlDir, CrawlStateError
@@ -52,16 +52,7 @@ def run_crawl(argv, out=print):
 
 
 def main(argv=None):
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        reports = run_crawl(argv)
-    except CrawlStateError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(f"{len(reports)} rounds run")
-    return 0
-
+    return run_cli(run_crawl, argv, lambda reports: f"{len(reports)} rounds run")
 
 if __name__ == "__main__":
     sys.exit(main())

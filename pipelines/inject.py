@@ -7,7 +7,6 @@ defaults in crawl.json, so later `round`/`crawl` runs need only --crawl_dir.
 Seeds go through the same normalise / filter / URL-seen path as links: a seed already known
 is not added twice, an out-of-scope one is recorded as filtered.
 """
-import logging
 import sys
 import time
 
@@ -15,9 +14,10 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import options as opts
+from pipelines.cli import run_cli
 from pipelines import report as report_mod
 from pipelines import round as round_mod
-from pipelines.crawldir import CrawlDir, CrawlStateError
+from pipelines.crawldir import DELTA_TABLES, CrawlDir, CrawlStateError
 from schemas import tables
 from transforms import urls as urls_mod
 
@@ -85,23 +85,12 @@ def run_inject(argv):
         p, crawl, prev, round_no, settings, now, plan, seeds=bundles, do_fetch=False), argv)
     report = report_mod.round_report(crawl, round_no, prev, settings, now, time.time())
     report["injected"] = len(bundles[0]["dst"])
-    crawl.commit(round_no, report, full_tables=() if prev is not None else
-                 ("visited", "links", "pages", "filtered"))
+    crawl.commit(round_no, report, full_tables=() if prev is not None else DELTA_TABLES)
     return report
 
 
 def main(argv=None):
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        report = run_inject(argv)
-    except CrawlStateError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(f"injected {report['injected']} seeds as round {report['round']}; "
-          f"frontier {report['frontier_size']} URLs")
-    return 0
-
+    return run_cli(run_inject, argv, lambda r: f"injected {r['injected']} seeds as round {r['round']}; frontier {r['frontier_size']} URLs")
 
 if __name__ == "__main__":
     sys.exit(main())

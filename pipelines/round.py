@@ -12,12 +12,12 @@ import sys
 import time
 
 import apache_beam as beam
-import numpy as np
 import pyarrow as pa
 from apache_beam.io.parquetio import ReadAllFromParquetBatched
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from pipelines import options as opts
+from pipelines.cli import run_cli
 from pipelines.crawldir import CrawlDir, CrawlStateError
 from pipelines import report as report_mod
 from pipelines import faults, scoring
@@ -303,16 +303,7 @@ def run_round(argv):
 
 
 def main(argv=None):
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        report = run_round(argv)
-    except CrawlStateError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(report_mod.summary(report))
-    return 0
-
+    return run_cli(run_round, argv, report_mod.summary)
 
 if __name__ == "__main__":
     sys.exit(main())
