@@ -260,9 +260,13 @@ def _member(values, sorted_set) -> np.ndarray:
     values = np.asarray(values, dtype=np.int64)
     if len(sorted_set) == 0 or len(values) == 0:
         return np.zeros(len(values), bool)
-    pos = np.searchsorted(sorted_set, values)
+    order = np.argsort(values)                 # sorted keys: cache-friendly binary search
+    keys = values[order]
+    pos = np.searchsorted(sorted_set, keys)
     pos[pos == len(sorted_set)] = 0
-    return sorted_set[pos] == values
+    out = np.empty(len(values), dtype=bool)
+    out[order] = sorted_set[pos] == keys
+    return out
 
 
 def _col(t: pa.Table, name: str, fill=None) -> np.ndarray:
