@@ -4,7 +4,13 @@ The join is a CoGroupByKey, as the design asks, but its elements are Arrow table
 rows: every input is split by fingerprint bucket (`fp mod B`), and one bucket's frontier
 rows, seen fingerprints, fetch results, link candidates and filtered candidates meet in
 one `merge_bucket` call that works on whole columns with numpy. Per-element Beam overhead
-is paid per (batch, bucket), not per URL, and memory is bounded by the bucket size.
+is paid per (batch, bucket), not per URL, and memory is bounded by the bucket size (on a
+distributed runner; the in-process FnApiRunner holds its whole shuffle in memory).
+Two things keep the shuffle small: the seen views (visited + filtered, the tables that
+grow with the crawl) are semi-joined map-side against the fps this round's links and
+filtered URLs ask about (a side input the size of the round, not the crawl), and table
+parts cross the shuffle as zstd Arrow IPC bytes (`pack`/`unpack`).
+tests/bench/bench_urlseen.py measures it against DuckDB's anti-join.
 
 merge_bucket keeps the invariant: a URL is in exactly one of visited or frontier, or
 recorded as filtered. Fetched URLs with a final outcome leave the frontier (the caller
