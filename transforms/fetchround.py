@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from schemas import tables
 from transforms import fetch, seen, write
-from transforms.process import FilterBundles, ProcessPages
+from transforms.process import FilterBundles, ProcessPages, visited_table
 
 
 def _host_rows(batch, selected):
@@ -65,7 +65,9 @@ class FetchAndProcess(beam.PTransform):
                      .with_outputs("results", "pages", "links", "filtered", "stats", main="visited"))
         sitemaps = sitemap_files | "FilterSitemaps" >> beam.ParDo(
             FilterBundles(self.url_filter)).with_outputs("filtered", main="kept")
-        visited = processed.visited | "VisitedTables" >> write.RowsToTables(tables.VISITED)
+        visited = (processed.visited
+                   | "BatchVisited" >> beam.BatchElements(min_batch_size=1, max_batch_size=2000)
+                   | "VisitedTables" >> beam.Map(visited_table))
         results = processed.results | "ResultTables" >> write.RowsToTables(seen.RESULTS)
         return {
             "visited": visited,
