@@ -148,3 +148,25 @@ def test_mirror_pages_are_flagged_as_duplicates_and_no_distinct_page_is(full_cra
     assert wrong == []
     assert sum(r["content_seen"]["exact_duplicates"] for r in reports) == len(dups)
     assert any(r["content_seen"]["mirror_hosts_suspected"] for r in reports)
+
+
+def test_planted_near_duplicates_are_found_across_rounds(full_crawl, simweb_small):
+    d, reports, _ = full_crawl
+    c = CrawlDir(str(d))
+    n = c.last_committed()
+    fetched = {r["url"] for r in c.read_table("visited", n).to_pylist() if r["outcome"] == "ok"}
+    truth = simweb_small.ground_truth["pages"].to_pylist()
+    planted = {(p["url"], p["is_duplicate_of"]) for p in truth
+               if p["dup_kind"] == "near" and p["url"] in fetched and p["is_duplicate_of"] in fetched}
+    found = {frozenset((r["url"], r["of_url"])) for r in c.read_table("near_duplicates", n).to_pylist()}
+    assert planted, "the small web plants near-duplicates"
+    hits = sum(frozenset(p) in found for p in planted)
+    assert hits >= 0.9 * len(planted), (hits, len(planted))
+    parent = {p["url"]: p["is_duplicate_of"] for p in truth if p["is_duplicate_of"]}
+
+    def original(url):
+        while url in parent:
+            url = parent[url]
+        return url
+    assert all(len({original(u) for u in pair}) == 1 for pair in found), "a near pair of distinct pages"
+    assert sum(r["content_seen"]["near_duplicates"] for r in reports) >= hits
