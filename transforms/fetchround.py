@@ -45,6 +45,31 @@ def retry_stats(table):
     return {"retried": int((~table.column("final").to_numpy(zero_copy_only=False)).sum())}
 
 
+class CheckScope(beam.DoFn):
+    """Fetch-list rows that the round's URL filter rejects (the scope flags changed since the
+    URL was queued) are not fetched: they leave the frontier and are recorded as filtered."""
+
+    def __init__(self, url_filter):
+        self.url_filter = url_filter
+
+    def process(self, element):
+        host, table = element
+        urls = table.column("url").to_pylist()
+        reasons = self.url_filter.reasons(urls, table.column("depth").fill_null(0).to_pylist())
+        if all(r is None for r in reasons):
+            yield element
+            return
+        keep = pa.array([r is None for r in reasons])
+        if any(r is None for r in reasons):
+            yield host, table.filter(keep)
+        fps = table.column("fp").to_pylist()
+        dropped = [i for i, r in enumerate(reasons) if r is not None]
+        for i in dropped:
+            yield beam.pvalue.TaggedOutput("results", {"fp": fps[i], "final": True, "dropped": True})
+        yield beam.pvalue.TaggedOutput("filtered", {
+            "src": None, "url": [urls[i] for i in dropped], "reason": [reasons[i] for i in dropped]})
+
+
 class FetchAndProcess(beam.PTransform):
     def __init__(self, fetch_config, threads, use_sitemaps, round_no, now, settings, url_filter):
         super().__init__()
@@ -54,6 +79,9 @@ class FetchAndProcess(beam.PTransform):
 
     def expand(self, inputs):
         fetch_list, hosts = inputs["fetch_list"], inputs["hosts"]
+        fetch_list, out_of_scope, scope_filtered = (
+            fetch_list | "CheckScope" >> beam.ParDo(CheckScope(self.url_filter))
+            .with_outputs("results", "filtered", main="kept"))
         selected = beam.pvalue.AsList(fetch_list | "SelectedHosts" >> beam.Keys())
         host_state = hosts | "SelectedHostState" >> beam.FlatMap(_host_rows, selected)
         other_hosts = hosts | "UnselectedHosts" >> beam.Map(_other_hosts, selected)
@@ -68,13 +96,15 @@ class FetchAndProcess(beam.PTransform):
         visited = (processed.visited
                    | "BatchVisited" >> beam.BatchElements(min_batch_size=1, max_batch_size=2000)
                    | "VisitedTables" >> beam.Map(visited_table))
-        results = processed.results | "ResultTables" >> write.RowsToTables(seen.RESULTS)
+        results = ((processed.results, out_of_scope) | "AllResults" >> beam.Flatten()
+                   | "ResultTables" >> write.RowsToTables(seen.RESULTS))
         return {
             "visited": visited,
             "results": results,
             "pages": processed.pages | "PageTables" >> write.RowsToTables(tables.PAGES, 500),
             "links": (processed.links, sitemaps.kept) | "AllLinks" >> beam.Flatten(),
-            "filtered": (processed.filtered, sitemaps.filtered) | "AllFilteredLinks" >> beam.Flatten(),
+            "filtered": ((processed.filtered, sitemaps.filtered, scope_filtered)
+                         | "AllFilteredLinks" >> beam.Flatten()),
             "hosts": ((fetched_hosts | "FetchedHostTables" >> write.RowsToTables(tables.HOSTS),
                        other_hosts) | "AllHosts" >> beam.Flatten()),
             "stats": ((visited | "VisitedStats" >> beam.Map(visited_stats),

@@ -33,6 +33,7 @@ RESULTS = pa.schema([
     ("retries", pa.int32()),         # for transient results: the new retry count
     ("not_before", pa.float64()),
     ("last_error", pa.string()),
+    ("dropped", pa.bool_()),         # final without a visited row: recorded as filtered instead
 ])
 
 # A discovered URL before the join: a link, a redirect target, a seed or a sitemap entry.
@@ -214,6 +215,9 @@ def merge_bucket(frontier_parts, seen_parts, result_parts, candidate_parts, filt
         hit = idx >= 0
         if hit.any():
             F = _replace_where(F, hit, idx, tr, ["retries", "not_before", "last_error"])
+    dropped = _np(R.column("dropped"), False).astype(bool) & r_final
+    visited_now = r_fp[r_final & ~dropped]   # these get a visited row this round
+    seen_before = list(seen)
     seen.append(final_fps)
     seen_fps = _sorted_unique(np.concatenate(seen)) if seen else np.zeros(0, np.int64)
 
@@ -250,7 +254,9 @@ def merge_bucket(frontier_parts, seen_parts, result_parts, candidate_parts, filt
     # 3. filtered candidates: record each URL once, never one that is known otherwise.
     filtered = tables.FILTERED.empty_table()
     if X.num_rows:
-        known_fps = np.concatenate([seen_fps, _np(frontier.column("fp"))])
+        # a URL dropped from the fetch list (out of scope now) is recorded here, so it is not
+        # "known" yet; every other final result has its visited row
+        known_fps = np.concatenate(seen_before + [visited_now, _np(frontier.column("fp"))])
         X = X.filter(pa.array(~_isin(_np(X.column("fp")), known_fps)))
         if X.num_rows:
             X = X.take(pc.sort_indices(X, sort_keys=[("fp", "ascending"), ("url", "ascending")]))

@@ -106,3 +106,14 @@ def test_url_seen_in_beam_equals_merge_of_everything_in_one_bucket():
         } | seen.UrlSeen(buckets=5, round_no=1)
         got = merged["frontier"] | beam.FlatMap(lambda t: t.column("fp").to_pylist())
         assert_that(got, equal_to(expected.column("fp").to_pylist()))
+
+
+def test_url_dropped_from_the_fetch_list_leaves_the_frontier_for_the_filtered_table():
+    F = frontier([dict(fp=1, url="u1", host="a"), dict(fp=2, url="u2", host="a")])
+    R = results([dict(fp=1, dropped=True), dict(fp=2)])
+    X = pa.Table.from_pylist([dict(fp=1, url="u1", reason="host_not_allowed", first_parent=None),
+                              dict(fp=2, url="u2", reason="depth", first_parent="p")],
+                             schema=seen.FILTERED_CANDIDATES)
+    out, filtered, _ = seen.merge_bucket([F], [], [R], [], [X], round_no=3)
+    assert out.num_rows == 0
+    assert filtered.column("fp").to_pylist() == [1]   # 2 was fetched: it has its visited row
