@@ -56,6 +56,9 @@ class CheckScope(beam.DoFn):
         host, table = element
         urls = table.column("url").to_pylist()
         reasons = self.url_filter.reasons(urls, table.column("depth").fill_null(0).to_pylist())
+        # sitemap documents are judged by scope only, as when they were queued
+        reasons = [None if r == "extension" and src == tables.SOURCE_SITEMAP_FILE else r
+                   for r, src in zip(reasons, table.column("source").to_pylist())]
         if all(r is None for r in reasons):
             yield element
             return
