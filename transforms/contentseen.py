@@ -85,6 +85,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from transforms.fpsets import member, sorted_unique
+
 NUM_PERM = 128
 SHINGLE = 2            # word bigrams: a one-word edit in a 100-word page keeps J ~ 0.92
 SEED = 1
@@ -251,24 +253,6 @@ def _split(table: pa.Table, keys: np.ndarray, buckets: int):
         yield int(b[idx[0]]), table.take(pa.array(idx, type=pa.int64()))
 
 
-def _sorted_unique(a) -> np.ndarray:
-    a = np.sort(np.asarray(a, dtype=np.int64))
-    return a[np.r_[True, a[1:] != a[:-1]]] if len(a) > 1 else a
-
-
-def _member(values, sorted_set) -> np.ndarray:
-    values = np.asarray(values, dtype=np.int64)
-    if len(sorted_set) == 0 or len(values) == 0:
-        return np.zeros(len(values), bool)
-    order = np.argsort(values)                 # sorted keys: cache-friendly binary search
-    keys = values[order]
-    pos = np.searchsorted(sorted_set, keys)
-    pos[pos == len(sorted_set)] = 0
-    out = np.empty(len(values), dtype=bool)
-    out[order] = sorted_set[pos] == keys
-    return out
-
-
 def _col(t: pa.Table, name: str, fill=None) -> np.ndarray:
     c = t.column(name)
     if fill is not None:
@@ -278,7 +262,7 @@ def _col(t: pa.Table, name: str, fill=None) -> np.ndarray:
 
 def _concat_arrays(arrays) -> np.ndarray:
     arrays = [np.asarray(a, np.int64) for a in arrays if a is not None and len(a)]
-    return _sorted_unique(np.concatenate(arrays)) if arrays else np.zeros(0, np.int64)
+    return sorted_unique(np.concatenate(arrays)) if arrays else np.zeros(0, np.int64)
 
 
 # --------------------------------------------------------------------------- exact (pure)
@@ -356,7 +340,7 @@ def _band_rows(table: pa.Table, bands: int, rows: int, num_perm: int, is_new: bo
     band = np.tile(np.arange(bands, dtype=np.int32), len(idx))
     flat = keys.reshape(-1)
     if keep_keys is not None:
-        m = _member(flat, keep_keys)
+        m = member(flat, keep_keys)
         page, band, flat = page[m], band[m], flat[m]
         if len(page) == 0:
             return None, None
@@ -459,7 +443,7 @@ class ContentSeen(beam.PTransform):
 
         def old_rows(t, keyset):
             k = _col(t, key, 0).astype(np.int64)
-            m = _member(k, keyset) & (k != 0)
+            m = member(k, keyset) & (k != 0)
             if m.any():
                 yield t.filter(pa.array(m)).select(
                     [c for c in ("fp", "url", "host", "round", key) if c in t.column_names])

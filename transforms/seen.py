@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas import tables
+from transforms.fpsets import member, sorted_unique
 
 # A fetch result as the URL-seen join needs it.
 RESULTS = pa.schema([
@@ -100,31 +101,8 @@ def _concat(parts, schema):
     return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
 
-def _sorted_unique(a: np.ndarray) -> np.ndarray:
-    """np.unique by sorting (numpy 2.4's hash-based unique is ~40x slower on int64 keys)."""
-    a = np.sort(np.asarray(a, dtype=np.int64))
-    if len(a) > 1:
-        a = a[np.r_[True, a[1:] != a[:-1]]]
-    return a
-
-
-def _member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
-    """values in sorted_set (sorted ascending), by binary search; np.isin without the sort."""
-    values = np.asarray(values, dtype=np.int64)
-    if len(sorted_set) == 0 or len(values) == 0:
-        return np.zeros(len(values), dtype=bool)
-    # searching sorted keys walks the set in order (5x fewer cache misses than random keys)
-    order = np.argsort(values)
-    keys = values[order]
-    pos = np.searchsorted(sorted_set, keys)
-    pos[pos == len(sorted_set)] = 0
-    out = np.empty(len(values), dtype=bool)
-    out[order] = sorted_set[pos] == keys
-    return out
-
-
 def _isin(values, other) -> np.ndarray:
-    return _member(values, np.sort(np.asarray(other, dtype=np.int64)))
+    return member(values, np.sort(np.asarray(other, dtype=np.int64)))
 
 
 def _np(col, fill=None):
@@ -219,14 +197,14 @@ def merge_bucket(frontier_parts, seen_parts, result_parts, candidate_parts, filt
     visited_now = r_fp[r_final & ~dropped]   # these get a visited row this round
     seen_before = list(seen)
     seen.append(final_fps)
-    seen_fps = _sorted_unique(np.concatenate(seen)) if seen else np.zeros(0, np.int64)
+    seen_fps = sorted_unique(np.concatenate(seen)) if seen else np.zeros(0, np.int64)
 
     # 2. candidates: drop seen ones; update known frontier rows; add the rest.
     new_rows = tables.FRONTIER.empty_table()
     if C.num_rows:
         stats["links_in"] = C.num_rows
         c_fp = _np(C.column("dst_fp"))
-        C = C.filter(pa.array(~_member(c_fp, seen_fps)))
+        C = C.filter(pa.array(~member(c_fp, seen_fps)))
         stats["links_to_seen"] = int(len(c_fp) - C.num_rows)
     if C.num_rows:
         A = _aggregate_candidates(C)
@@ -340,10 +318,10 @@ class _SortedFps(beam.CombineFn):
 
     def merge_accumulators(self, accs):
         parts = [a for acc in accs for a in acc]
-        return [_sorted_unique(np.concatenate(parts))] if parts else []
+        return [sorted_unique(np.concatenate(parts))] if parts else []
 
     def extract_output(self, acc):
-        return _sorted_unique(np.concatenate(acc)) if acc else np.zeros(0, np.int64)
+        return sorted_unique(np.concatenate(acc)) if acc else np.zeros(0, np.int64)
 
 
 def _seen_probed(table, buckets, probe):
@@ -351,7 +329,7 @@ def _seen_probed(table, buckets, probe):
     if table is None or table.num_rows == 0 or len(probe) == 0:
         return
     fps = np.sort(np.asarray(table.column("fp").to_numpy(zero_copy_only=False), dtype=np.int64))
-    hit = fps[_member(fps, probe)]
+    hit = fps[member(fps, probe)]
     if len(hit):
         yield from split_fps_by_bucket(pa.table({"fp": hit}), buckets)
 
