@@ -167,11 +167,6 @@ TABLES = {
 }
 
 
-def empty(schema: pa.Schema) -> pa.Table:
-    """An empty table of `schema` (for rounds that produce no rows of a kind)."""
-    return schema.empty_table()
-
-
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """`table` with exactly `schema`'s columns, in order; missing nullable columns as nulls.
 

@@ -84,7 +84,8 @@ def fetch_one_host(fetcher_factory, host, rows, state_row):
             pages.append(_page(r, fetcher_mod.FetchResult(
                 url=r["url"], fp=r["fp"], fetch_time=now, elapsed_ms=0.0,
                 outcome=fetcher_mod.TRANSIENT, reason="internal_error: no result")))
-    return pages, state.to_row(), sitemap_bundle(host, rows, state_row, state.to_row())
+    new_row = state.to_row()
+    return pages, new_row, sitemap_bundle(host, rows, state_row, new_row)
 
 
 class _FetcherFactory:

@@ -179,21 +179,12 @@ def _classify(addr: IPAddress) -> str | None:
     """Category of a non-public address, or None for a public one."""
     if addr in CLOUD_METADATA:
         return "cloud_metadata"
-    if _in(addr, UNSPECIFIED):
-        return "unspecified"
-    if _in(addr, LOOPBACK):
-        return "loopback"
-    if _in(addr, LINK_LOCAL):
-        return "link_local"
-    if _in(addr, MULTICAST):
-        return "multicast"
-    if _in(addr, PRIVATE):
-        return "private"
-    if _in(addr, RESERVED):
-        return "reserved"
-    if not addr.is_global:
-        return "reserved"
-    return None
+    for category, networks in (("unspecified", UNSPECIFIED), ("loopback", LOOPBACK),
+                               ("link_local", LINK_LOCAL), ("multicast", MULTICAST),
+                               ("private", PRIVATE), ("reserved", RESERVED)):
+        if _in(addr, networks):
+            return category
+    return None if addr.is_global else "reserved"
 
 
 @dataclass(frozen=True)
