@@ -13,7 +13,6 @@ import time
 
 import apache_beam as beam
 import pyarrow as pa
-from apache_beam.io.parquetio import ReadAllFromParquetBatched
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from pipelines import options as opts
@@ -27,6 +26,7 @@ from transforms import contentdedup, generate, links, seen, write
 from transforms import fetcher as fetcher_mod
 from transforms import netguard
 from transforms.fetchround import FetchAndProcess
+from transforms.readparquet import ReadTables
 from transforms.urls import UrlFilter
 
 LOG = logging.getLogger("beamcrawl.round")
@@ -125,14 +125,7 @@ def uses_beam_pagerank(ordering, settings, known_links):
 
 
 def _read(p, label, files, schema, columns=None):
-    if not files:
-        return p | f"Empty{label}" >> beam.Create([], reshuffle=False).with_output_types(pa.Table)
-    return (p
-            | f"{label}Files" >> beam.Create(files, reshuffle=False)
-            | f"Read{label}" >> ReadAllFromParquetBatched(columns=columns, label=f"Read{label}Parquet")
-            | f"Conform{label}" >> beam.Map(
-                lambda t, s=schema: tables.conform(t, s if columns is None else
-                                                   pa.schema([s.field(c) for c in columns]))))
+    return p | f"Read{label}" >> ReadTables(files, schema, columns)
 
 
 def _schedulable(table, now, max_depth):

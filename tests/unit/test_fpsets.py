@@ -1,0 +1,40 @@
+"""Fingerprint sets: sorted_unique, member and FpIndex agree with Python sets."""
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from transforms.fpsets import FpIndex, member, sorted_unique
+
+I64 = st.integers(min_value=-2**63, max_value=2**63 - 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(I64, max_size=300), st.lists(I64, max_size=300))
+def test_fp_index_contains_is_set_membership(members, probes):
+    s = sorted_unique(np.array(members, dtype=np.int64))
+    values = np.array(probes + members[:50], dtype=np.int64)
+    expected = np.array([v in set(members) for v in values.tolist()], dtype=bool)
+    assert (FpIndex(s).contains(values) == expected).all()
+    assert (member(values, s) == expected).all()
+
+
+def test_fp_index_on_random_fingerprints_matches_member():
+    rng = np.random.default_rng(7)
+    s = sorted_unique(rng.integers(-2**63, 2**63 - 1, 50_000, dtype=np.int64))
+    values = np.concatenate([rng.choice(s, 20_000), rng.integers(-2**63, 2**63 - 1, 80_000, dtype=np.int64)])
+    got = FpIndex(s).contains(values)
+    assert (got == member(values, s)).all() and got[:20_000].all()
+
+
+def test_crowded_slots_fall_back_to_binary_search():
+    # values chosen to share their top bits (as URLs crafted to collide would): one slot
+    # holds all of them, more than FpIndex.MAX_SCAN
+    s = sorted_unique(np.arange(1, 10_000, 3, dtype=np.int64))
+    values = np.arange(-10, 10_010, dtype=np.int64)
+    got = FpIndex(s).contains(values)
+    assert (got == np.isin(values, s)).all()
+
+
+def test_empty_sets_and_empty_probes():
+    empty = np.zeros(0, np.int64)
+    assert FpIndex(empty).contains(np.array([1, 2], np.int64)).tolist() == [False, False]
+    assert FpIndex(np.array([5], np.int64)).contains(empty).tolist() == []
