@@ -2,14 +2,15 @@
 
 The join is a CoGroupByKey, as the design asks, but its elements are Arrow tables, not
 rows: every input is split by fingerprint bucket (`fp mod B`), and one bucket's frontier
-rows, seen fingerprints, fetch results, link candidates and filtered candidates meet in
-one `merge_bucket` call that works on whole columns with numpy. Per-element Beam overhead
-is paid per (batch, bucket), not per URL, and memory is bounded by the bucket size (on a
-distributed runner; the in-process FnApiRunner holds its whole shuffle in memory).
-Two things keep the shuffle small: the seen views (visited + filtered, the tables that
-grow with the crawl) are semi-joined map-side against the fps this round's links and
-filtered URLs ask about (a side input the size of the round, not the crawl), and table
-parts cross the shuffle as zstd Arrow IPC bytes (`pack`/`unpack`).
+rows, fetch results, link candidates and filtered candidates meet in one `merge_bucket`
+call that works on whole columns with numpy. Per-element Beam overhead is paid per
+(batch, bucket), not per URL, and memory is bounded by the bucket size (on a distributed
+runner; the in-process FnApiRunner holds its whole shuffle in memory).
+The seen views (visited + filtered, the tables that grow with the crawl) never enter the
+shuffle: they are semi-joined map-side against the fps this round's links and filtered
+URLs ask about (a side input the size of the round, not the crawl), and the hits, as one
+sorted array, drop links to seen URLs before the shuffle. Table parts cross the shuffle
+as zstd Arrow IPC bytes (`pack`/`unpack`).
 tests/bench/bench_urlseen.py measures it against DuckDB's anti-join.
 
 merge_bucket keeps the invariant: a URL is in exactly one of visited or frontier, or
@@ -25,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas import tables
-from transforms.fpsets import member, sorted_unique
+from transforms.fpsets import FpIndex, member, sorted_unique
 
 # A fetch result as the URL-seen join needs it.
 RESULTS = pa.schema([
@@ -64,34 +65,23 @@ def bucket_of(fps: np.ndarray, buckets: int) -> np.ndarray:
 
 
 def split_by_bucket(table: pa.Table, buckets: int, fp_column: str = "fp"):
-    """Yield (bucket, rows of table in that bucket) for each non-empty bucket."""
+    """Yield (bucket, rows of table in that bucket) for each non-empty bucket.
+
+    One take puts the rows in bucket order; the parts are zero-copy slices of it.
+    """
     if table is None or table.num_rows == 0:
         return
-    b = bucket_of(table.column(fp_column).to_numpy(zero_copy_only=False), buckets)
     if buckets == 1:
         yield 0, table
         return
+    b = bucket_of(table.column(fp_column).to_numpy(zero_copy_only=False), buckets)
     order = np.argsort(b, kind="stable")
     sorted_b = b[order]
-    cuts = np.flatnonzero(sorted_b[1:] != sorted_b[:-1]) + 1
-    for idx in np.split(order, cuts):
-        yield int(b[idx[0]]), table.take(pa.array(idx, type=pa.int64()))
-
-
-def split_fps_by_bucket(table: pa.Table, buckets: int, fp_column: str = "fp"):
-    """Yield (bucket, int64 array of fps) for each non-empty bucket (the seen side)."""
-    if table is None or table.num_rows == 0:
-        return
-    fps = np.asarray(table.column(fp_column).to_numpy(zero_copy_only=False), dtype=np.int64)
-    if buckets == 1:
-        yield 0, fps
-        return
-    b = bucket_of(fps, buckets)
-    order = np.argsort(b, kind="stable")
-    sorted_b = b[order]
-    cuts = np.flatnonzero(sorted_b[1:] != sorted_b[:-1]) + 1
-    for part in np.split(fps[order], cuts):
-        yield int(bucket_of(part[:1], buckets)[0]), part
+    starts = np.flatnonzero(np.r_[True, sorted_b[1:] != sorted_b[:-1]])
+    ends = np.r_[starts[1:], len(order)]
+    table = table.take(pa.array(order, type=pa.int64()))
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        yield int(sorted_b[s]), table.slice(s, e - s)
 
 
 def _concat(parts, schema):
@@ -324,14 +314,50 @@ class _SortedFps(beam.CombineFn):
         return sorted_unique(np.concatenate(acc)) if acc else np.zeros(0, np.int64)
 
 
-def _seen_probed(table, buckets, probe):
-    """split_fps_by_bucket of the seen fps that some candidate or filtered URL asks about."""
-    if table is None or table.num_rows == 0 or len(probe) == 0:
-        return
-    fps = np.sort(np.asarray(table.column("fp").to_numpy(zero_copy_only=False), dtype=np.int64))
-    hit = fps[member(fps, probe)]
-    if len(hit):
-        yield from split_fps_by_bucket(pa.table({"fp": hit}), buckets)
+class _ProbeSeen(beam.DoFn):
+    """Seen-side tables -> the fps in them that this round asks about (the probe set).
+
+    The probe's FpIndex is built once, not per table: runners may hand each call a fresh
+    copy of the side input, so the cached index is kept while the values are equal.
+    """
+
+    def setup(self):
+        self._index = None
+
+    def process(self, table, probe):
+        if table is None or table.num_rows == 0 or len(probe) == 0:
+            return
+        if self._index is None or not np.array_equal(self._index.values, probe):
+            self._index = FpIndex(probe)
+        fps = np.asarray(table.column("fp").to_numpy(zero_copy_only=False), dtype=np.int64)
+        hit = fps[self._index.contains(fps)]
+        if len(hit):
+            yield hit
+
+
+class _DropSeen(beam.DoFn):
+    """Drop rows whose fp is in the seen hits, then split the rest by bucket, packed.
+
+    Links to visited or filtered URLs (most links of a real crawl) end here, map-side:
+    their URL strings and anchors never cross the shuffle. For candidates it counts
+    links_in / links_to_seen as a tagged `stats` output.
+    """
+
+    def __init__(self, buckets, fp_column, count_links):
+        self.buckets, self.fp_column, self.count_links = buckets, fp_column, count_links
+
+    def process(self, table, seen_hits):
+        n = table.num_rows
+        if n and len(seen_hits):
+            fps = np.asarray(table.column(self.fp_column).to_numpy(zero_copy_only=False), np.int64)
+            keep = ~member(fps, seen_hits)
+            if not keep.all():
+                table = table.filter(pa.array(keep))
+        if self.count_links and n:
+            yield beam.pvalue.TaggedOutput("stats", {"links_in": n,
+                                                     "links_to_seen": n - table.num_rows})
+        for k, part in split_by_bucket(table, self.buckets, self.fp_column):
+            yield k, pack(part)
 
 
 def _split_packed(table, buckets, fp_column="fp"):
@@ -347,9 +373,10 @@ class _MergeBucket(beam.DoFn):
         started = time.perf_counter()
         bucket, g = element
         frontier, filtered, stats = merge_bucket(
-            [unpack(x) for x in g["frontier"]], g["seen"], [unpack(x) for x in g["results"]],
+            [unpack(x) for x in g["frontier"]], [], [unpack(x) for x in g["results"]],
             [unpack(x) for x in g["candidates"]], [unpack(x) for x in g["filtered"]],
             self.round_no)
+        stats.pop("links_in", None)   # counted map-side, before links to seen URLs were dropped
         if self.score_fn is not None and frontier.num_rows:
             scores = np.asarray(self.score_fn(frontier), dtype=np.float64)
             frontier = frontier.set_column(frontier.schema.get_field_index("score"), "score",
@@ -363,13 +390,20 @@ class _MergeBucket(beam.DoFn):
 
 
 class UrlSeen(beam.PTransform):
-    """CoGroupByKey of frontier, seen set, results and candidates on fingerprint buckets.
+    """CoGroupByKey of frontier, results and unseen candidates on fingerprint buckets.
 
     Input: a dict of PCollections of Arrow tables: frontier (FRONTIER), seen (tables with
     an `fp` column: visited and filtered views), results (RESULTS), candidates (CANDIDATES),
     filtered (FILTERED_CANDIDATES). Output: a dict with `frontier` and `filtered` tables
     and `stats` dicts. `score_fn(frontier_table) -> scores` scores each bucket when the
     strategy needs no global graph; otherwise the caller scores the whole frontier after.
+
+    The seen side (the tables that grow with the crawl) is a broadcast semi-join, not a
+    shuffle input: each seen table is probed map-side against the fps this round asks
+    about (candidates and filtered URLs: a side input the size of the round), the hits
+    are combined into one sorted array (at most the round's distinct links), and
+    candidates and filtered URLs are checked against it map-side before the bucket
+    shuffle. So nothing of the size of the crawl is shuffled or held in memory at once.
     """
 
     def __init__(self, buckets, round_no, score_fn=None):
@@ -378,26 +412,26 @@ class UrlSeen(beam.PTransform):
 
     def expand(self, inputs):
         b = self.buckets
-        packed = _split_packed
-        # Map-side semi-join: the seen side (visited + filtered views, the big tables) only
-        # matters where a candidate or filtered URL asks about it, so each seen batch is
-        # probed against this round's asked fps (a side input the size of the round's
-        # links, not of the crawl) and only hits are shuffled.
         probe = ((inputs["candidates"] | "CandidateFps" >> beam.Map(
                       lambda t: _np(t.column("dst_fp"))),
                   inputs["filtered"] | "FilteredFps" >> beam.Map(lambda t: _np(t.column("fp"))))
                  | "AskedFps" >> beam.Flatten()
                  | "ProbeSet" >> beam.CombineGlobally(_SortedFps()))
+        seen_hits = beam.pvalue.AsSingleton(
+            inputs["seen"]
+            | "ProbeSeen" >> beam.ParDo(_ProbeSeen(), beam.pvalue.AsSingleton(probe))
+            | "SeenHits" >> beam.CombineGlobally(_SortedFps()))
+        candidates = inputs["candidates"] | "UnseenCandidates" >> beam.ParDo(
+            _DropSeen(b, "dst_fp", True), seen_hits).with_outputs("stats", main="parts")
         keyed = {
-            "frontier": inputs["frontier"] | "BucketFrontier" >> beam.FlatMap(packed, b),
-            "seen": inputs["seen"] | "BucketSeen" >> beam.FlatMap(
-                _seen_probed, b, beam.pvalue.AsSingleton(probe)),
-            "results": inputs["results"] | "BucketResults" >> beam.FlatMap(packed, b),
-            "candidates": inputs["candidates"] | "BucketCandidates" >> beam.FlatMap(
-                packed, b, "dst_fp"),
-            "filtered": inputs["filtered"] | "BucketFiltered" >> beam.FlatMap(packed, b),
+            "frontier": inputs["frontier"] | "BucketFrontier" >> beam.FlatMap(_split_packed, b),
+            "results": inputs["results"] | "BucketResults" >> beam.FlatMap(_split_packed, b),
+            "candidates": candidates.parts,
+            "filtered": inputs["filtered"] | "UnseenFiltered" >> beam.ParDo(
+                _DropSeen(b, "fp", False), seen_hits),
         }
         out = (keyed | "JoinOnBucket" >> beam.CoGroupByKey()
                | "MergeBucket" >> beam.ParDo(_MergeBucket(self.round_no, self.score_fn))
                .with_outputs("filtered", "stats", main="frontier"))
-        return {"frontier": out.frontier, "filtered": out.filtered, "stats": out.stats}
+        stats = (out.stats, candidates.stats) | "UrlSeenStats" >> beam.Flatten()
+        return {"frontier": out.frontier, "filtered": out.filtered, "stats": stats}

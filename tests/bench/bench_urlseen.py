@@ -9,15 +9,21 @@ each with a URL string, a source page and an anchor, as `transforms.seen.CANDIDA
 Then, each in its own (spawned) child process so peak RSS is per run:
 
   urlseen  the round's URL-seen step on the FnApiRunner (the DirectRunner path): visited
-           read with `ReadAllFromParquetBatched(columns=['fp'])`, links read in batches,
-           `transforms.seen.UrlSeen` with round.py's bucket count (rows / 200 k, >= 4),
-           new frontier written to Parquet;
+           read with `transforms.readparquet.ReadTables(columns=['fp'])` as the round
+           does, links read by row group, `transforms.seen.UrlSeen` with round.py's
+           bucket count (rows / 200 k, >= 4), new frontier written to Parquet;
   duckdb   `SELECT DISTINCT dst_fp FROM links ANTI JOIN visited` on the same Parquet
-           (2 threads, the machine's cores).
+           (2 threads, the machine's cores): the bare fingerprint anti-join;
+  duckdb same output
+           the same anti-join plus what UrlSeen produces from it (`DUCKDB_FULL`): one
+           frontier row per new URL with URL, host, depth, distinct in-links and anchors,
+           written to Parquet.
 
 It reports wall time (pipeline construction to last file written; DuckDB query to
 result) and peak RSS of each child (`ru_maxrss` of the child itself), and checks that the
-new frontier's fingerprints are set-equal to DuckDB's anti-join. Not a test: run it by hand.
+new frontier is equal to DuckDB's: the same fingerprints as the bare anti-join, and the
+same rows (url, host, depth, inlinks; anchors as sets) as the same-output query. Not a
+test: run it by hand.
 
     .venv/bin/python -m tests.bench.bench_urlseen --round_shape 100000 1000000 10000000
 
@@ -144,7 +150,7 @@ def make_round_data(root: Path, n_known: int, pages: int = 1000, links_per_page:
 def run_round_urlseen(vfiles, ffiles, rfiles, lfiles, out_dir, buckets, queue):
     """The round's crawl-DB part: read visited fps + frontier, URL-seen, write the frontier."""
     import apache_beam as beam
-    from apache_beam.io.parquetio import ReadAllFromParquetBatched
+    from transforms.readparquet import ReadTables
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
     from schemas import tables
@@ -154,13 +160,10 @@ def run_round_urlseen(vfiles, ffiles, rfiles, lfiles, out_dir, buckets, queue):
     t0 = time.perf_counter()
     with beam.Pipeline(runner=FnApiRunner()) as p:
         def read(label, files, columns, schema):
-            return (p | f"{label}Files" >> beam.Create(files, reshuffle=False)
-                    | f"Read{label}" >> ReadAllFromParquetBatched(columns=columns,
-                                                                  label=f"Read{label}Parquet")
-                    | f"Conform{label}" >> beam.Map(tables.conform, schema))
+            return p | f"Read{label}" >> ReadTables(files, schema, columns)
         inputs = {
             "frontier": read("Frontier", ffiles, None, tables.FRONTIER),
-            "seen": read("Visited", vfiles, ["fp"], pa.schema([("fp", pa.int64())])),
+            "seen": read("Visited", vfiles, ["fp"], tables.VISITED),
             "results": read("Results", rfiles, None, seen.RESULTS),
             "candidates": read("Links", lfiles, None, seen.CANDIDATES),
             "filtered": p | "NoFiltered" >> beam.Create([], reshuffle=False).with_output_types(pa.Table),
@@ -200,20 +203,20 @@ def _peak_rss_mib() -> float:
 
 
 class _WriteFps:
-    """Writes the fp column of each frontier table to its own Parquet file."""
+    """Writes the compared columns of each frontier table to its own Parquet file."""
 
     def __init__(self, out_dir):
         self.out_dir = out_dir
 
     def __call__(self, table):
         import uuid
-        pq.write_table(table.select(["fp"]), os.path.join(self.out_dir, f"{uuid.uuid4().hex}.parquet"))
+        pq.write_table(table.select(list(COMPARED)), os.path.join(self.out_dir, f"{uuid.uuid4().hex}.parquet"))
         return table.num_rows
 
 
 def run_urlseen(vfiles, lfiles, out_dir, buckets, workers, queue):
     import apache_beam as beam
-    from apache_beam.io.parquetio import ReadAllFromParquetBatched
+    from transforms.readparquet import ReadTables
     from apache_beam.options.pipeline_options import PipelineOptions
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
@@ -225,17 +228,14 @@ def run_urlseen(vfiles, lfiles, out_dir, buckets, workers, queue):
     opts = PipelineOptions([] if workers <= 1 else
                            [f"--direct_num_workers={workers}", "--direct_running_mode=multi_processing"])
     with beam.Pipeline(runner=FnApiRunner(), options=opts) as p:
-        def read(label, files, columns):
-            return (p | f"{label}Files" >> beam.Create(files, reshuffle=False)
-                    | f"Read{label}" >> ReadAllFromParquetBatched(columns=columns,
-                                                                  label=f"Read{label}Parquet"))
+        def read(label, files, columns, schema):
+            return p | f"Read{label}" >> ReadTables(files, schema, columns)
         empty = lambda label: p | label >> beam.Create([], reshuffle=False).with_output_types(pa.Table)
         inputs = {
             "frontier": empty("NoFrontier"),
-            "seen": read("Visited", vfiles, ["fp"]),
+            "seen": read("Visited", vfiles, ["fp"], tables.VISITED),
             "results": empty("NoResults"),
-            "candidates": read("Links", lfiles, None) | "Conform" >> beam.Map(
-                tables.conform, seen.CANDIDATES),
+            "candidates": read("Links", lfiles, None, seen.CANDIDATES),
             "filtered": empty("NoFiltered"),
         }
         out = inputs | "UrlSeen" >> seen.UrlSeen(buckets, round_no=1)
@@ -245,19 +245,40 @@ def run_urlseen(vfiles, lfiles, out_dir, buckets, workers, queue):
     queue.put({"wall_s": wall, "peak_rss_mib": _peak_rss_mib(), "base_rss_mib": base_rss})
 
 
-def run_duckdb(vfiles, lfiles, out_file, queue):
+# The same work as UrlSeen's output on these inputs: one new frontier row per unseen
+# target with its URL, host and depth from the shortest (then smallest source fp) link,
+# in-links counted as distinct linking pages, up to MAX_ANCHORS distinct anchors.
+DUCKDB_FULL = """
+COPY (
+  SELECT l.dst_fp AS fp, arg_min(l.dst, (l.depth, l.src_fp)) AS url,
+         arg_min(l.host, (l.depth, l.src_fp)) AS host, min(l.depth) AS depth,
+         count(DISTINCT l.src_fp) FILTER (WHERE l.src_fp <> 0 AND l.src_fp <> l.dst_fp) AS inlinks,
+         list_slice(list(DISTINCT l.anchor) FILTER (WHERE l.anchor <> ''), 1, {max_anchors}) AS anchors
+  FROM read_parquet($l) l ANTI JOIN read_parquet($v) v ON l.dst_fp = v.fp
+  GROUP BY l.dst_fp
+) TO '{out}' (FORMAT parquet)
+"""
+
+
+def run_duckdb(vfiles, lfiles, out_file, full, queue):
+    """DuckDB on the same Parquet: the fp anti-join, or (full) the same output as UrlSeen."""
     import duckdb
+    from schemas import tables
     base_rss = _peak_rss_mib()
     t0 = time.perf_counter()
     con = duckdb.connect()
     con.execute("SET threads = 2")
-    res = con.execute(
-        "SELECT DISTINCT l.dst_fp AS fp FROM read_parquet($l) l "
-        "ANTI JOIN read_parquet($v) v ON l.dst_fp = v.fp", {"l": lfiles, "v": vfiles}).to_arrow_table()
-    wall = time.perf_counter() - t0
-    if isinstance(res, pa.RecordBatchReader):
-        res = res.read_all()
-    pq.write_table(res, out_file)
+    if full:
+        con.execute(DUCKDB_FULL.format(out=out_file, max_anchors=tables.MAX_ANCHORS),
+                    {"l": lfiles, "v": vfiles})
+        wall = time.perf_counter() - t0
+    else:
+        res = con.sql(
+            "SELECT DISTINCT l.dst_fp AS fp FROM read_parquet($l) l "
+            "ANTI JOIN read_parquet($v) v ON l.dst_fp = v.fp", params={"l": lfiles, "v": vfiles}
+        ).to_arrow_table()
+        wall = time.perf_counter() - t0
+        pq.write_table(res, out_file)
     queue.put({"wall_s": wall, "peak_rss_mib": _peak_rss_mib(), "base_rss_mib": base_rss})
 
 
@@ -278,6 +299,24 @@ def in_child(fn, *args):
     return out
 
 
+COMPARED = ("fp", "url", "host", "depth", "inlinks", "anchors")
+
+
+def same_rows(ours, duck) -> bool:
+    """UrlSeen's new frontier rows equal DuckDB's (anchors compared as sets: DuckDB's
+    list(DISTINCT) has no order)."""
+    a = pq.read_table(ours, columns=list(COMPARED)).sort_by("fp")
+    b = pq.read_table(duck, columns=list(COMPARED)).sort_by("fp")
+    if a.num_rows != b.num_rows:
+        return False
+    for c in COMPARED[:-1]:
+        if not np.array_equal(a.column(c).to_numpy(zero_copy_only=False).astype(object if c in ("url", "host") else np.int64),
+                              b.column(c).to_numpy(zero_copy_only=False).astype(object if c in ("url", "host") else np.int64)):
+            return False
+    return all(set(x or []) == set(y or []) for x, y in
+               zip(a.column("anchors").to_pylist(), b.column("anchors").to_pylist()))
+
+
 def fps_of(path) -> np.ndarray:
     t = pq.read_table(path, columns=["fp"])
     return np.sort(t.column("fp").to_numpy())
@@ -293,13 +332,17 @@ def bench(n_visited: int, workdir: Path, buckets: int | None = None, workers: in
     us_dir = root / "urlseen_out"
     us_dir.mkdir()
     us = in_child(run_urlseen, vfiles, lfiles, str(us_dir), buckets, workers)
-    dd = in_child(run_duckdb, vfiles, lfiles, str(root / "duckdb_out.parquet"))
+    dd = in_child(run_duckdb, vfiles, lfiles, str(root / "duckdb_out.parquet"), False)
+    full = in_child(run_duckdb, vfiles, lfiles, str(root / "duckdb_full.parquet"), True)
     a = fps_of(us_dir) if any(us_dir.iterdir()) else np.zeros(0, np.int64)
     b = fps_of(root / "duckdb_out.parquet")
-    equal = bool(len(a) == len(b) and np.array_equal(a, b))
+    c = fps_of(root / "duckdb_full.parquet")
+    equal = bool(len(a) == len(b) and np.array_equal(a, b) and np.array_equal(b, c)
+                 and same_rows(us_dir, root / "duckdb_full.parquet"))
     return {"visited": n_visited, "links": int(n_visited * 0.2), "buckets": buckets,
-            "new_urls": int(len(b)), "generate_s": round(gen, 1), "urlseen": us, "duckdb": dd,
-            "set_equal": equal, "ratio_wall": us["wall_s"] / max(dd["wall_s"], 1e-9)}
+            "new_urls": int(len(b)), "generate_s": round(gen, 1), "urlseen": us, "duckdb": dd, "duckdb_full": full,
+            "set_equal": equal, "ratio_wall": us["wall_s"] / max(dd["wall_s"], 1e-9),
+            "ratio_full": us["wall_s"] / max(full["wall_s"], 1e-9)}
 
 
 def main(argv=None):
@@ -339,7 +382,9 @@ def main(argv=None):
                       f"buckets={r['buckets']:>3}  "
                       f"UrlSeen {r['urlseen']['wall_s']:7.2f} s {r['urlseen']['peak_rss_mib']:7.0f} MiB  "
                       f"DuckDB {r['duckdb']['wall_s']:6.2f} s {r['duckdb']['peak_rss_mib']:6.0f} MiB  "
-                      f"ratio {r['ratio_wall']:5.1f}x  set-equal={r['set_equal']}", flush=True)
+                      f"ratio {r['ratio_wall']:5.1f}x  | DuckDB same output "
+                      f"{r['duckdb_full']['wall_s']:6.2f} s {r['duckdb_full']['peak_rss_mib']:6.0f} MiB  "
+                      f"ratio {r['ratio_full']:5.1f}x  equal={r['set_equal']}", flush=True)
         return rows
     finally:
         if not a.workdir:
