@@ -28,8 +28,12 @@ def _read_stats(crawl, n):
         return json.loads(f.read().decode("utf-8"))
 
 
-def round_report(crawl, round_no, prev, settings, started, ended):
+def round_report(crawl, round_no, prev, settings, started, ended, seconds=None):
+    """The round's report.json from its stats.json; `seconds` adds steps timed outside the
+    stats (the table writes, from a Beam metric)."""
     stats = _read_stats(crawl, round_no)
+    for step, value in (seconds or {}).items():
+        stats[f"seconds_{step}"] = stats.get(f"seconds_{step}", 0) + value
     prev_report = crawl.read_report(prev) if prev is not None else {}
     prev_sets = prev_report.get("page_sets", {})
     visited = int(stats.get("visited", 0))

@@ -161,8 +161,9 @@ def build_round(p, crawl, prev, round_no, settings, now, plan, seeds=(), do_fetc
     max_depth = int(settings["max_depth"])
 
     frontier = _read(p, "Frontier", t["frontier"], tables.FRONTIER)
-    visited_view = _read(p, "Visited", t["visited"], tables.VISITED, contentdedup.OLD_COLUMNS)
-    seen_fps = ((visited_view | "VisitedFpsView" >> beam.Map(lambda t: t.select(["fp"])),
+    visited_view = p | "ReadVisited" >> ReadTables(t["visited"], tables.VISITED, contentdedup.OLD_COLUMNS,
+                                                    with_positions=True)
+    seen_fps = ((visited_view | "VisitedFpsView" >> beam.Map(lambda e: e[2].select(["fp"])),
                  _read(p, "Filtered", t["filtered"], tables.FILTERED, ["fp"]))
                 | "SeenSets" >> beam.Flatten())
     hosts = _read(p, "Hosts", t["hosts"], tables.HOSTS)
@@ -215,7 +216,8 @@ def build_round(p, crawl, prev, round_no, settings, now, plan, seeds=(), do_fetc
     new_frontier = merged["frontier"]
     if score_fn is None and uses_beam_pagerank(ordering, settings, rows["links"]):
         old_edges = _read(p, "Links", t["links"], tables.LINKS, ["src_fp", "dst_fp"])
-        nodes = ((visited_view, visited_fps, new_frontier) | "GraphNodes" >> beam.Flatten()
+        nodes = ((visited_view | "VisitedNodeFps" >> beam.Map(lambda e: e[2].select(["fp"])),
+                  visited_fps, new_frontier) | "GraphNodes" >> beam.Flatten()
                  | "NodeTables" >> beam.Map(lambda t: t.select(["fp"])))
         new_frontier = ({"frontier": new_frontier, "nodes": nodes,
                          "edges": (old_edges, edges) | "AllEdges" >> beam.Flatten()}
@@ -265,6 +267,7 @@ def run_pipeline(builder, argv):
     state = result.wait_until_finish()
     if state not in (None, "DONE", beam.runners.runner.PipelineState.DONE):
         raise RuntimeError(f"pipeline ended in state {state}")
+    return result
 
 
 def run_round(argv):
@@ -288,8 +291,9 @@ def run_round(argv):
     now = opts.now_or(parsed.view_as(opts.RoundOptions).round_time)
     started = time.time()
     crawl.write_json(round_no, "options.json", settings)
-    run_pipeline(lambda p: build_round(p, crawl, prev, round_no, settings, now, plan), argv)
-    report = report_mod.round_report(crawl, round_no, prev, settings, started, time.time())
+    result = run_pipeline(lambda p: build_round(p, crawl, prev, round_no, settings, now, plan), argv)
+    report = report_mod.round_report(crawl, round_no, prev, settings, started, time.time(),
+                                     {"write": write.write_seconds(result)})
     faults.crash_point("before_commit")
     crawl.commit(round_no, report)
     return report
