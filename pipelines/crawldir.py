@@ -215,7 +215,8 @@ class CrawlDir:
             problems = []
             for field in schema:
                 if field.name not in file_schema.names:
-                    problems.append(f"missing column {field.name!r}")
+                    if field.name not in tables.LATER_COLUMNS.get(table, ()):
+                        problems.append(f"missing column {field.name!r}")
                 elif not file_schema.field(field.name).type.equals(field.type):
                     problems.append(f"column {field.name!r} is {file_schema.field(field.name).type}, "
                                     f"expected {field.type}")

@@ -86,7 +86,15 @@ VISITED = pa.schema([
     ("retries", pa.int32()),
     ("first_parent", pa.string()),
     ("minhash", pa.list_(pa.uint32())),  # MinHash of the visible text (transforms/contentseen.py)
+    # LSH band keys of minhash (contentseen.LSH_PARAMS: 16 int64 keys), the narrow column a
+    # round probes old pages by: [] for a page without minhash or an exact duplicate (never
+    # an earlier near-duplicate); null in files written before the column (keys recomputed)
+    ("lsh_keys", pa.list_(pa.int64())),
 ])
+
+# Columns added after files of SCHEMA_VERSION 1 were written: a file may lack them (readers
+# fill nulls through `conform`, and the round's file check accepts their absence).
+LATER_COLUMNS = {"visited": ("lsh_keys",)}
 
 LINKS = pa.schema([
     ("src_fp", pa.int64()),

@@ -23,6 +23,11 @@ Fingerprints (pure, per page; the round computes them in Process and stores them
   visible text; ``signature_column`` makes the Arrow column ``minhash`` (list<uint32>),
   null for a page with fewer than ``MIN_WORDS`` words (never a near-duplicate).
   Column to add to VISITED: ``MINHASH_FIELD = ("minhash", list<uint32>)``.
+- ``lsh_key_column(sigs, has) -> list<int64>``: the ``band_keys`` of each signature with
+  ``LSH_PARAMS`` (16 keys), ``[]`` where ``has`` is False -> VISITED ``lsh_keys``, so a
+  later round probes old pages by this narrow column instead of banding 128 values each;
+  ``lsh_keys_of(column)`` flattens it to (row, key) pairs and names the null rows (files
+  written before the column: their keys come from ``minhash``, ``band_keys`` again).
 
 ContentSeen(key="content_fp", buckets=16)  -- exact duplicates
 
@@ -236,6 +241,34 @@ def band_keys(sigs: np.ndarray, bands: int, rows: int) -> np.ndarray:
                 h ^= h >> np.uint64(31)
             out[:, b] = h
     return out.view(np.int64)
+
+
+LSH_KEYS_TYPE = pa.list_(pa.int64())
+
+
+def lsh_key_column(sigs: np.ndarray, has: np.ndarray | None = None,
+                   params: tuple[int, int] = LSH_PARAMS) -> pa.Array:
+    """The `lsh_keys` column (list<int64>) of signatures: each row's `bands` band keys (as
+    NearDuplicates computes them with `params`), [] where `has` is False."""
+    bands, rows = params
+    n = len(sigs)
+    has = np.ones(n, bool) if has is None else np.asarray(has, dtype=bool)
+    idx = np.flatnonzero(has)
+    keys = band_keys(sigs[idx], bands, rows) if len(idx) else np.zeros((0, bands), np.int64)
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(np.where(has, bands, 0), out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(keys.reshape(-1), pa.int64()))
+
+
+def lsh_keys_of(column) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row int64[m], key int64[m], missing bool[n]) of an `lsh_keys` column: every stored
+    key with its row, and the rows whose keys are null (not computed when written)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    missing = np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    keys = pc.list_flatten(column).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    rows = pc.list_parent_indices(column).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    return rows, keys, missing
 
 
 def _bucket(keys: np.ndarray, buckets: int) -> np.ndarray:

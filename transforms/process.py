@@ -15,6 +15,7 @@ queued as further sitemap files.
 import time
 
 import apache_beam as beam
+import numpy as np
 import pyarrow as pa
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
@@ -33,14 +34,19 @@ TEXT_FOR_MINHASH = "_text"  # visited-row key carrying a page's text to visited_
 
 def visited_table(rows):
     """VISITED table of a batch of visited rows; MinHash signatures of the rows that carry
-    their text are computed here for the whole batch in one call."""
+    their text, and their LSH band keys (`lsh_keys`, [] for the other rows), are computed
+    here for the whole batch in one call."""
     texts = [(i, r.pop(TEXT_FOR_MINHASH)) for i, r in enumerate(rows) if TEXT_FOR_MINHASH in r]
+    sigs = np.zeros((len(rows), contentseen.NUM_PERM), np.uint32)
+    has = np.zeros(len(rows), bool)
     if texts:
-        sigs, has = contentseen.minhash_signatures([t for _, t in texts])
-        for (i, _), sig, ok in zip(texts, sigs, has):
-            if ok:
-                rows[i]["minhash"] = sig.tolist()
-    return pa.Table.from_pylist(rows, schema=tables.VISITED)
+        idx = [i for i, _ in texts]
+        sigs[idx], has[idx] = contentseen.minhash_signatures([t for _, t in texts])
+        for i in np.flatnonzero(has):
+            rows[i]["minhash"] = sigs[i].tolist()
+    table = pa.Table.from_pylist(rows, schema=tables.VISITED)
+    return table.set_column(table.schema.get_field_index("lsh_keys"), "lsh_keys",
+                            contentseen.lsh_key_column(sigs, has))
 
 
 def classify(page, now, max_retries, retry_backoff, max_redirects):
