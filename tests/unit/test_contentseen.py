@@ -180,6 +180,34 @@ def test_beam_banding_gives_datasketch_minhashlsh_pairs_on_10000_pages(lsh_case)
                 assert_that(got, equal_to(want), label=f"Check{thr}")
 
 
+def test_two_phase_old_side_gives_datasketch_minhashlsh_pairs_on_10000_pages(lsh_case, tmp_path):
+    """Round 2 against round 1 with the round's old side (contentdedup.OldHits: a probe of
+    narrow columns, hit rows read wide): datasketch's pairs, from visited files with
+    `lsh_keys` and from files written before the column (keys recomputed from minhash)."""
+    from schemas import tables
+    from transforms import contentdedup as cd
+    from transforms.readparquet import ReadTables
+    files, pairs, rank = lsh_case
+    keyed = []
+    for f in files[1]:
+        t = pq.read_table(f)
+        keyed.append(str(tmp_path / f.rsplit("/", 1)[-1]))
+        pq.write_table(t.append_column("lsh_keys", cs.lsh_key_column(*cs.signatures_of(t.column("minhash")))),
+                       keyed[-1])
+    for label, old_files in (("legacy", files[1]), ("keyed", keyed)):
+        with TestPipeline(runner="FnApiRunner") as p:
+            new = p | "New" >> ReadTables(files[2], tables.VISITED)
+            old = p | "Old" >> ReadTables(old_files, tables.VISITED, cd.OLD_COLUMNS, with_positions=True)
+            hits = {"new": new, "old": old} | cd.OldHits(round_no=2, near=True, max_group=0)
+            for thr in (0.0, 0.9):
+                got = ({"new": new, "old": hits["near"]}
+                       | f"Near{thr}" >> cs.NearDuplicates(threshold=0.9, min_jaccard=thr, buckets=8,
+                                                           max_group=0)
+                       | f"Pair{thr}" >> beam.Map(lambda d: (d["fp"], d["of_fp"])))
+                want = sorted(k for k, j in pairs.items() if rank[k[0]] == 2 and j >= thr)
+                assert_that(got, equal_to(want), label=f"Check{thr}")
+
+
 def test_old_side_without_url_names_the_first_by_fp():
     old = pages([dict(fp=50, url="old50", host="a", round=1, content_fp=7)]).select(["fp", "round", "content_fp"])
     new = pages([dict(fp=10, url="new10", host="m", round=2, content_fp=7)])
