@@ -19,7 +19,7 @@ from pipelines import options as opts
 from pipelines.cli import run_cli
 from pipelines.crawldir import CrawlDir, CrawlStateError
 from pipelines import report as report_mod
-from pipelines import faults, scoring
+from pipelines import construction, faults, scoring
 from schemas import tables
 from strategies.ordering import get_ordering
 from transforms import contentdedup, generate, links, seen, write
@@ -260,6 +260,7 @@ def pipeline_options(argv):
 
 
 def run_pipeline(builder, argv):
+    construction.install()
     options, runner = pipeline_options(argv)
     p = beam.Pipeline(runner=runner, options=options) if runner else beam.Pipeline(options=options)
     builder(p)
