@@ -153,9 +153,11 @@ def run_round_urlseen(vfiles, ffiles, rfiles, lfiles, out_dir, buckets, queue):
     from transforms.readparquet import ReadTables
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
+    from pipelines import construction
     from schemas import tables
     from transforms import seen
 
+    construction.install()   # as pipelines.round.run_pipeline does
     base_rss = _peak_rss_mib()
     t0 = time.perf_counter()
     with beam.Pipeline(runner=FnApiRunner()) as p:
@@ -220,9 +222,11 @@ def run_urlseen(vfiles, lfiles, out_dir, buckets, workers, queue):
     from apache_beam.options.pipeline_options import PipelineOptions
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
+    from pipelines import construction
     from schemas import tables
     from transforms import seen
 
+    construction.install()   # as pipelines.round.run_pipeline does
     base_rss = _peak_rss_mib()
     t0 = time.perf_counter()
     opts = PipelineOptions([] if workers <= 1 else
