@@ -20,10 +20,11 @@ narrow columns plus wide reads of the few pages that matter:
      only old row `exact_duplicates` can name), per band key the `max_group` earliest old
      pages (the only ones `candidate_pairs` compares). A row group whose rows have no
      `lsh_keys` (a file written before the column) gets them from its `minhash` here.
-  2. wide, hit row groups only: `read_row_group` reads url, host (and minhash,
-     duplicate_of where a near hit is) of each row group with hits, takes the hit rows
-     and hands them to ContentSeen / NearDuplicates, whose results are those of giving
-     them the whole view.
+  2. wide, hit row groups only (ReadHits): `read_row_group` reads EXACT_COLUMNS of each
+     row group with exact hits, takes the hit rows and hands them to ContentSeen; once the
+     round's exact duplicates are known, near hits under band keys that only duplicates
+     have are dropped, and NEAR_COLUMNS (minhash) of the row groups with the remaining
+     near hits are read for NearDuplicates. Both give what they give with the whole view.
 """
 import apache_beam as beam
 import numpy as np
@@ -182,8 +183,11 @@ class _Probe(beam.DoFn):
         self.exact = Metrics.counter("contentseen", "old_exact_hits")
         self.near = Metrics.counter("contentseen", "old_near_hits")
 
+    def setup(self):
+        self._keys = self._index = None
+
     def process(self, element, round_keys):
-        if round_keys is not getattr(self, "_keys", None):    # one index per side input
+        if round_keys is not self._keys:    # one index per side input, not per row group
             self._keys = round_keys
             self._index = tuple(None if k is None else FpIndex(k) for k in round_keys)
         path, index, table = element
@@ -255,63 +259,55 @@ class _Earliest(beam.CombineFn):
 
 
 # --------------------------------------------------------------------------- old side, phase 2
-def read_hits(path, index, hits):
-    """Phase 2 on one row group: ({kind: table} of its hit rows, read wide; rows read).
+def read_hits(path, index, kind, hits):
+    """Phase 2 on one row group: (table of its hit rows read wide, rows in the row group).
 
-    `hits`: (row, fp, kind) with kind EXACT (-> EXACT_COLUMNS) or NEAR (-> fp, url, round,
-    minhash of the rows with a signature and no duplicate_of). The minhash column is read
-    only when the row group has a near hit.
+    `hits`: (row, fp) pairs (a row may repeat); kind EXACT gives EXACT_COLUMNS, NEAR gives
+    fp, url, round, minhash of the rows with a signature and no duplicate_of (NEAR_COLUMNS
+    are read).
     """
-    rows = {EXACT: {}, NEAR: {}}
-    for row, fp, kind in hits:
-        rows[kind][row] = fp
-    cols = EXACT_COLUMNS + ([c for c in NEAR_COLUMNS if c not in EXACT_COLUMNS] if rows[NEAR] else [])
-    t = readparquet.read_row_group(path, index, tables.VISITED, cols)
-    out = {}
-    for kind, sel in rows.items():
-        if not sel:
-            continue
-        idx = np.array(sorted(sel), np.int64)
-        _check_fps(path, index, t, idx, [sel[i] for i in idx])
-        part = t.take(pa.array(idx, type=pa.int64()))
-        out[kind] = part.select(EXACT_COLUMNS) if kind == EXACT else _not_duplicate(part)
-    return out, t.num_rows
+    sel = dict(hits)
+    t = readparquet.read_row_group(path, index, tables.VISITED, EXACT_COLUMNS if kind == EXACT
+                                   else NEAR_COLUMNS)
+    idx = np.array(sorted(sel), np.int64)
+    _check_fps(path, index, t, idx, [sel[i] for i in idx])
+    part = t.take(pa.array(idx, type=pa.int64()))
+    return (part if kind == EXACT else _not_duplicate(part)), t.num_rows
 
 
 class _ReadHits(beam.DoFn):
-    def __init__(self):
-        self.row_groups = Metrics.counter("contentseen", "wide_row_groups")
-        self.near_row_groups = Metrics.counter("contentseen", "wide_near_row_groups")
-        self.rows_read = Metrics.counter("contentseen", "wide_rows_read")
-        self.hit_rows = Metrics.counter("contentseen", "wide_hit_rows")
+    def __init__(self, kind):
+        self.kind = kind
+        self.row_groups = Metrics.counter("contentseen", f"wide_{kind}_row_groups")
+        self.rows_read = Metrics.counter("contentseen", f"wide_{kind}_rows_read")
+        self.hit_rows = Metrics.counter("contentseen", f"wide_{kind}_hit_rows")
 
     def process(self, element):
         (path, index), hits = element
-        out, rows_read = read_hits(path, index, list(hits))
+        t, rows_read = read_hits(path, index, self.kind, hits)
         self.row_groups.inc()
         self.rows_read.inc(rows_read)
-        if NEAR in out:
-            self.near_row_groups.inc()
-        for kind, t in out.items():
-            self.hit_rows.inc(t.num_rows)
-            if t.num_rows:
-                yield beam.pvalue.TaggedOutput(kind, t)
+        self.hit_rows.inc(t.num_rows)
+        if t.num_rows:
+            yield t
 
 
-def _by_row_group(hit):
-    rnd, fp, path, index, row, kind = hit
-    return (path, index), (row, fp, kind)
+def _split_kinds(kv):
+    (kind, key), hits = kv
+    for h in hits:
+        yield beam.pvalue.TaggedOutput(kind, (key, h))
 
 
-class OldHits(beam.PTransform):
-    """The visited view's rows that this round's content-seen can use, read wide.
+class ProbeVisited(beam.PTransform):
+    """Phase 1: the visited view's rows this round can use, as positions.
 
     inputs  dict: ``new`` (this round's VISITED tables), ``old`` ((path, row_group, table)
             of OLD_COLUMNS, for every row group of the visited view).
-    output  dict: ``exact`` (EXACT_COLUMNS tables: per content fingerprint of this round the
-            first old page) and ``near`` (fp, url, round, minhash tables: per band key of
-            this round the `max_group` earliest old pages without duplicate_of; empty when
-            ``near`` is False). See the module docstring for the two phases.
+    output  dict: ``exact`` (content_fp, hit): per content fingerprint of this round its
+            first old page; ``near`` (band key, hit): per band key of this round (of any of
+            its pages with a signature) the `max_group` earliest old pages with that key
+            and no duplicate_of (all when 0; nothing when ``near`` is False). A hit is
+            (round, fp, path, row_group, row, kind).
     """
 
     def __init__(self, round_no, near=True, max_group=contentseen.MAX_GROUP):
@@ -319,16 +315,64 @@ class OldHits(beam.PTransform):
         self.round_no, self.near, self.max_group = round_no, near, max_group
 
     def expand(self, inputs):
-        new, old = inputs["new"], inputs["old"]
-        keys = new | "RoundKeys" >> beam.CombineGlobally(_RoundKeys(self.near))
-        wide = (old
+        keys = inputs["new"] | "RoundKeys" >> beam.CombineGlobally(_RoundKeys(self.near))
+        hits = (inputs["old"]
                 | "ProbeNarrow" >> beam.ParDo(_Probe(self.max_group, self.round_no),
                                               beam.pvalue.AsSingleton(keys))
                 | "EarliestPerKey" >> beam.CombinePerKey(_Earliest(self.max_group))
-                | "HitRows" >> beam.FlatMap(lambda kv: [_by_row_group(h) for h in kv[1]])
-                | "HitsPerRowGroup" >> beam.GroupByKey()
-                | "ReadHitsWide" >> beam.ParDo(_ReadHits()).with_outputs(EXACT, NEAR))
-        return {EXACT: wide[EXACT], NEAR: wide[NEAR]}
+                | "ByKind" >> beam.FlatMap(_split_kinds).with_outputs(EXACT, NEAR))
+        return {EXACT: hits[EXACT], NEAR: hits[NEAR]}
+
+
+class ReadHits(beam.PTransform):
+    """Phase 2: (key, hit) of one kind -> the hit rows read wide, one table per row group.
+
+    `live_keys`: optional PCollection of one sorted int64 array; hits under other keys are
+    dropped before anything is read (the round's band keys once its exact duplicates are
+    known: a key only they have cannot give a near pair).
+    """
+
+    def __init__(self, kind, live_keys=None):
+        super().__init__()
+        self.kind, self.live_keys = kind, live_keys
+
+    def expand(self, hits):
+        kind = self.kind
+        if self.live_keys is not None:
+            dead = Metrics.counter("contentseen", f"{kind}_hits_dropped")
+
+            def live(key_hit, keys):
+                if len(keys) and keys[min(np.searchsorted(keys, key_hit[0]), len(keys) - 1)] == key_hit[0]:
+                    return True
+                dead.inc()
+                return False
+
+            hits = hits | "LiveKeys" >> beam.Filter(live, beam.pvalue.AsSingleton(self.live_keys))
+        return (hits
+                | "AtRowGroup" >> beam.Map(lambda kh: ((kh[1][2], kh[1][3]), (kh[1][4], kh[1][1])))
+                | "PerRowGroup" >> beam.GroupByKey()
+                | "ReadWide" >> beam.ParDo(_ReadHits(kind)))
+
+
+class OldHits(beam.PTransform):
+    """Both phases: the visited view's rows that this round's content-seen can use, read wide.
+
+    inputs  as ProbeVisited.
+    output  dict: ``exact`` (EXACT_COLUMNS tables: per content fingerprint of this round the
+            first old page) and ``near`` (fp, url, round, minhash tables: per band key of
+            this round the `max_group` earliest old pages without duplicate_of; empty when
+            ``near`` is False). ApplyContentSeen runs the phases itself, so that the near
+            hits of band keys only its exact duplicates have are never read.
+    """
+
+    def __init__(self, round_no, near=True, max_group=contentseen.MAX_GROUP):
+        super().__init__()
+        self.round_no, self.near, self.max_group = round_no, near, max_group
+
+    def expand(self, inputs):
+        probed = inputs | "Probe" >> ProbeVisited(self.round_no, self.near, self.max_group)
+        return {EXACT: probed[EXACT] | "ReadExact" >> ReadHits(EXACT),
+                NEAR: probed[NEAR] | "ReadNear" >> ReadHits(NEAR)}
 
 
 class ApplyContentSeen(beam.PTransform):
@@ -339,9 +383,9 @@ class ApplyContentSeen(beam.PTransform):
 
     def expand(self, inputs):
         visited, links, pages, old = inputs["visited"], inputs["links"], inputs["pages"], inputs["old"]
-        hits = {"new": visited, "old": old} | "OldHits" >> OldHits(
+        probed = {"new": visited, "old": old} | "ProbeVisited" >> ProbeVisited(
             self.round_no, bool(self.near_threshold), contentseen.MAX_GROUP)
-        dups = ({"new": visited, "old": hits[EXACT]}
+        dups = ({"new": visited, "old": probed[EXACT] | "ReadExactHits" >> ReadHits(EXACT)}
                 | "ExactDuplicates" >> contentseen.ContentSeen(self.round_no))
         dup_side = beam.pvalue.AsDict(dups | "DupFps" >> beam.FlatMap(_pairs))
         visited = visited | "MarkDuplicates" >> beam.Map(mark_duplicates, dup_side)
@@ -351,8 +395,10 @@ class ApplyContentSeen(beam.PTransform):
                 lambda b, d: b.get("src_fp") not in d or b.get("source") != tables.SOURCE_LINK,
                 dup_side)
         if self.near_threshold:
-            near = ({"new": visited | "NearNew" >> beam.Map(_not_duplicate),
-                     "old": hits[NEAR]}
+            near_new = visited | "NearNew" >> beam.Map(_not_duplicate)
+            live = (near_new | "NearNewKeys" >> beam.Map(new_band_keys)
+                    | "LiveBandKeys" >> beam.CombineGlobally(contentseen._SortedKeys()))
+            near = ({"new": near_new, "old": probed[NEAR] | "ReadNearHits" >> ReadHits(NEAR, live)}
                     | "NearDuplicates" >> contentseen.NearDuplicates(
                         threshold=self.near_threshold, max_group=contentseen.MAX_GROUP))
         else:

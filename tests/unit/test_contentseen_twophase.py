@@ -186,7 +186,7 @@ def test_only_the_earliest_max_group_old_pages_per_band_key_are_read(crawl):
     c = _check(crawl["files"], crawl["new"], None, want_near, max_group=5)
     _, all_near = expected(crawl["old"], crawl["new"], max_group=0, mark=False)
     assert len(want_near) < len(all_near)
-    assert c["wide_hit_rows"] < c["old_near_hits"]
+    assert c["wide_near_hit_rows"] < c["old_near_hits"]
 
 
 def test_row_groups_without_hits_are_never_read_wide(crawl, tmp_path):
@@ -208,7 +208,7 @@ def test_row_groups_without_hits_are_never_read_wide(crawl, tmp_path):
     c = _check(crawl["files"] + [f], crawl["new"], want_dups, want_near)
     groups = sum(pq.ParquetFile(x).num_row_groups for x in crawl["files"])
     assert c["old_row_groups"] == groups + 5
-    assert 0 < c["wide_row_groups"] <= groups
+    assert 0 < c["wide_exact_row_groups"] <= groups and 0 < c["wide_near_row_groups"] <= groups
 
 
 def test_visited_table_stores_the_band_keys_of_its_minhash():
