@@ -5,7 +5,7 @@ phases (a narrow probe of every row group, wide reads of the row groups with hit
 
 For each size N it writes, with numpy, a visited view of N rows as Parquet files of 1 M rows
 (one per round, like per-round deltas) in row groups of 64 k rows (transforms.write's
-size), VISITED columns as the round writes them: url and host strings, round, content_fp,
+size; --row_group), VISITED columns as the round writes them: url and host strings, round, content_fp,
 MinHash signatures (uint32 x 128) for `--minhash_share` of the pages, `--dup_share` of them
 exact duplicates (duplicate_of set, no lsh_keys), one soft-404 body shared by 0.2 % of the
 pages, and `lsh_keys` (16 int64 band keys) for pages with a signature that are not
@@ -74,7 +74,8 @@ def _visited(fp, rnd, cfp, sigs, has, dup):
     }), tables.VISITED)
 
 
-def make_data(root: Path, n: int, pages: int, minhash_share: float, dup_share: float, seed: int = 1):
+def make_data(root: Path, n: int, pages: int, minhash_share: float, dup_share: float,
+              row_group: int = ROW_GROUP, seed: int = 1):
     """visited/*.parquet under root and the round's new VISITED table (new.parquet)."""
     from transforms import contentseen as cs
     rng = np.random.default_rng(seed)
@@ -95,7 +96,7 @@ def make_data(root: Path, n: int, pages: int, minhash_share: float, dup_share: f
             dup[np.flatnonzero(soft)[:1]] = False   # the first soft 404 is an original
         t = _visited(fp, np.full(m, ROUND_BASE + k, np.int32), cfp, sigs, has, dup)
         f = root / "visited" / f"part-{k:05d}.parquet"
-        pq.write_table(t, f, row_group_size=ROW_GROUP, compression="zstd")
+        pq.write_table(t, f, row_group_size=row_group, compression="zstd")
         files.append(str(f))
         # a few old pages per file for the new round to copy
         per = -(-pages // 20 // n_files)
@@ -236,11 +237,12 @@ def in_child(fn, *args):
     return out
 
 
-def bench(n: int, workdir: Path, pages: int, minhash_share: float, dup_share: float) -> dict:
+def bench(n: int, workdir: Path, pages: int, minhash_share: float, dup_share: float,
+          row_group: int = ROW_GROUP) -> dict:
     from transforms import contentdedup as cd
     root = workdir / f"n{n}"
     t = time.perf_counter()
-    files, new_file, round_no = make_data(root, n, pages, minhash_share, dup_share)
+    files, new_file, round_no = make_data(root, n, pages, minhash_share, dup_share, row_group)
     gen = time.perf_counter() - t
     cb = column_bytes(files)
     groups = len(cb["fp"])
@@ -278,13 +280,15 @@ def main(argv=None):
                     help="visited pages with a MinHash signature (HTML with text)")
     ap.add_argument("--dup_share", type=float, default=0.05,
                     help="visited pages that are exact duplicates (duplicate_of set)")
+    ap.add_argument("--row_group", type=int, default=ROW_GROUP,
+                    help="rows per Parquet row group of the visited files (default: transforms.write's)")
     ap.add_argument("--workdir", default=None, help="default: a temporary directory, removed after")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     workdir = Path(a.workdir or tempfile.mkdtemp(prefix="bench_contentseen_"))
     try:
         for n in a.visited:
-            r = bench(n, workdir, a.pages, a.minhash_share, a.dup_share)
+            r = bench(n, workdir, a.pages, a.minhash_share, a.dup_share, a.row_group)
             if a.json:
                 print(json.dumps(r), flush=True)
                 continue
