@@ -163,9 +163,8 @@ def build_round(p, crawl, prev, round_no, settings, now, plan, seeds=(), do_fetc
     frontier = _read(p, "Frontier", t["frontier"], tables.FRONTIER)
     visited_view = p | "ReadVisited" >> ReadTables(t["visited"], tables.VISITED, contentdedup.OLD_COLUMNS,
                                                     with_positions=True)
-    seen_fps = ((visited_view | "VisitedFpsView" >> beam.Map(lambda e: e[2].select(["fp"])),
-                 _read(p, "Filtered", t["filtered"], tables.FILTERED, ["fp"]))
-                | "SeenSets" >> beam.Flatten())
+    # URL-seen reads the fp column of these files itself, inside its map-side probe
+    seen_files = p | "SeenFiles" >> beam.Create(t["visited"] + t["filtered"], reshuffle=False)
     hosts = _read(p, "Hosts", t["hosts"], tables.HOSTS)
     stats = []
 
@@ -210,7 +209,7 @@ def build_round(p, crawl, prev, round_no, settings, now, plan, seeds=(), do_fetc
                 | "FilteredTables" >> beam.Map(links.filtered_table))
 
     score_fn = _LocalScore(ordering) if scores_per_row(ordering) else None
-    merged = {"frontier": frontier, "seen": seen_fps, "results": result_tables,
+    merged = {"frontier": frontier, "seen": seen_files, "results": result_tables,
               "candidates": candidates, "filtered": filtered} | "UrlSeen" >> seen.UrlSeen(
         buckets, round_no, score_fn)
     new_frontier = merged["frontier"]

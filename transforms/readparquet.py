@@ -43,25 +43,33 @@ def read_row_group(path, index, schema, columns=None) -> pa.Table:
     return tables.conform(t, sub)
 
 
+def read_row_groups(path, schema):
+    """Yield (path, row_group, table of `schema`) for each non-empty row group of `path`.
+
+    For a DoFn that reads files itself, so that wide or many tables never become
+    elements between stages.
+    """
+    try:
+        with FileSystems.open(path) as f:
+            pf = pq.ParquetFile(f)
+            cols = _read_columns(schema, None, pf.schema_arrow)
+            for i in range(pf.num_row_groups):
+                t = tables.conform(pf.read_row_group(i, columns=cols), schema)
+                if t.num_rows:
+                    yield path, i, t
+    except Exception as e:
+        raise ParquetReadError(f"{path}: cannot read this Parquet file ({type(e).__name__}: "
+                               f"{e}). It is missing or damaged; restore it from a backup.") from e
+
+
 class _ReadRowGroups(beam.DoFn):
     def __init__(self, schema, columns, with_positions):
         self.schema = _subschema(schema, columns)
         self.with_positions = with_positions
 
     def process(self, path):
-        try:
-            with FileSystems.open(path) as f:
-                pf = pq.ParquetFile(f)
-                cols = _read_columns(self.schema, None, pf.schema_arrow)
-                for i in range(pf.num_row_groups):
-                    t = tables.conform(pf.read_row_group(i, columns=cols), self.schema)
-                    if t.num_rows:
-                        yield (path, i, t) if self.with_positions else t
-        except ParquetReadError:
-            raise
-        except Exception as e:
-            raise ParquetReadError(f"{path}: cannot read this Parquet file ({type(e).__name__}: "
-                                   f"{e}). It is missing or damaged; restore it from a backup.") from e
+        for element in read_row_groups(path, self.schema):
+            yield element if self.with_positions else element[2]
 
 
 class ReadTables(beam.PTransform):

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 
 from schemas import tables
 from transforms.fpsets import FpIndex, member, sorted_unique
+from transforms.readparquet import read_row_groups
 
 # A fetch result as the URL-seen join needs it.
 RESULTS = pa.schema([
@@ -51,6 +52,8 @@ CANDIDATES = pa.schema([
     ("redirects", pa.int32()),
     ("lastmod", pa.float64()),
 ])
+
+FP_ONLY = pa.schema([("fp", pa.int64())])
 
 FILTERED_CANDIDATES = pa.schema([
     ("fp", pa.int64()),
@@ -315,24 +318,35 @@ class _SortedFps(beam.CombineFn):
 
 
 class _ProbeSeen(beam.DoFn):
-    """Seen-side tables -> the fps in them that this round asks about (the probe set).
+    """Seen side -> the fps in it that this round asks about (the probe set).
 
-    The probe's FpIndex is built once, not per table: runners may hand each call a fresh
-    copy of the side input, so the cached index is kept while the values are equal.
+    Elements are Parquet file paths (read here, fp column only, row group by row group,
+    so the seen tables never cross a stage boundary: the in-process runner would pickle
+    them all) or Arrow tables with an `fp` column. The probe's FpIndex is built once, not
+    per element: runners may hand each call a fresh copy of the side input, so the cached
+    index is kept while the values are equal.
     """
 
     def setup(self):
         self._index = None
 
-    def process(self, table, probe):
-        if table is None or table.num_rows == 0 or len(probe) == 0:
+    def process(self, element, probe):
+        if len(probe) == 0:
             return
         if self._index is None or not np.array_equal(self._index.values, probe):
             self._index = FpIndex(probe)
-        fps = np.asarray(table.column("fp").to_numpy(zero_copy_only=False), dtype=np.int64)
-        hit = fps[self._index.contains(fps)]
-        if len(hit):
-            yield hit
+        if isinstance(element, str):
+            for _, _, table in read_row_groups(element, FP_ONLY):
+                yield from self._hits(table)
+        elif element is not None:
+            yield from self._hits(element)
+
+    def _hits(self, table):
+        if table.num_rows:
+            fps = np.asarray(table.column("fp").to_numpy(zero_copy_only=False), dtype=np.int64)
+            hit = fps[self._index.contains(fps)]
+            if len(hit):
+                yield hit
 
 
 class _DropSeen(beam.DoFn):
@@ -392,8 +406,8 @@ class _MergeBucket(beam.DoFn):
 class UrlSeen(beam.PTransform):
     """CoGroupByKey of frontier, results and unseen candidates on fingerprint buckets.
 
-    Input: a dict of PCollections of Arrow tables: frontier (FRONTIER), seen (tables with
-    an `fp` column: visited and filtered views), results (RESULTS), candidates (CANDIDATES),
+    Input: a dict of PCollections of Arrow tables: frontier (FRONTIER), seen (the visited
+    and filtered views: their Parquet file paths, or tables with an `fp` column), results (RESULTS), candidates (CANDIDATES),
     filtered (FILTERED_CANDIDATES). Output: a dict with `frontier` and `filtered` tables
     and `stats` dicts. `score_fn(frontier_table) -> scores` scores each bucket when the
     strategy needs no global graph; otherwise the caller scores the whole frontier after.

@@ -165,7 +165,7 @@ def run_round_urlseen(vfiles, ffiles, rfiles, lfiles, out_dir, buckets, queue):
             return p | f"Read{label}" >> ReadTables(files, schema, columns)
         inputs = {
             "frontier": read("Frontier", ffiles, None, tables.FRONTIER),
-            "seen": read("Visited", vfiles, ["fp"], tables.VISITED),
+            "seen": p | "VisitedFiles" >> beam.Create(vfiles, reshuffle=False),
             "results": read("Results", rfiles, None, seen.RESULTS),
             "candidates": read("Links", lfiles, None, seen.CANDIDATES),
             "filtered": p | "NoFiltered" >> beam.Create([], reshuffle=False).with_output_types(pa.Table),
@@ -237,7 +237,7 @@ def run_urlseen(vfiles, lfiles, out_dir, buckets, workers, queue):
         empty = lambda label: p | label >> beam.Create([], reshuffle=False).with_output_types(pa.Table)
         inputs = {
             "frontier": empty("NoFrontier"),
-            "seen": read("Visited", vfiles, ["fp"], tables.VISITED),
+            "seen": p | "VisitedFiles" >> beam.Create(vfiles, reshuffle=False),
             "results": empty("NoResults"),
             "candidates": read("Links", lfiles, None, seen.CANDIDATES),
             "filtered": empty("NoFiltered"),
