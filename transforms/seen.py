@@ -6,11 +6,10 @@ rows, fetch results, link candidates and filtered candidates meet in one `merge_
 call that works on whole columns with numpy. Per-element Beam overhead is paid per
 (batch, bucket), not per URL, and memory is bounded by the bucket size (on a distributed
 runner; the in-process FnApiRunner holds its whole shuffle in memory).
-The seen views (visited + filtered, the tables that grow with the crawl) never enter the
-shuffle: they are semi-joined map-side against the fps this round's links and filtered
-URLs ask about (a side input the size of the round, not the crawl), and the hits, as one
-sorted array, drop links to seen URLs before the shuffle. Table parts cross the shuffle
-as zstd Arrow IPC bytes (`pack`/`unpack`).
+The seen views (visited + filtered, the tables that grow with the crawl) enter the
+shuffle only as hits: they are semi-joined map-side against the fps this round's links
+and filtered URLs ask about (a side input the size of the round, not the crawl). Table
+parts cross the shuffle as zstd Arrow IPC bytes (`pack`/`unpack`).
 tests/bench/bench_urlseen.py measures it against DuckDB's anti-join.
 
 merge_bucket keeps the invariant: a URL is in exactly one of visited or frontier, or
@@ -349,29 +348,14 @@ class _ProbeSeen(beam.DoFn):
                 yield hit
 
 
-class _DropSeen(beam.DoFn):
-    """Drop rows whose fp is in the seen hits, then split the rest by bucket, packed.
-
-    Links to visited or filtered URLs (most links of a real crawl) end here, map-side:
-    their URL strings and anchors never cross the shuffle. For candidates it counts
-    links_in / links_to_seen as a tagged `stats` output.
-    """
-
-    def __init__(self, buckets, fp_column, count_links):
-        self.buckets, self.fp_column, self.count_links = buckets, fp_column, count_links
-
-    def process(self, table, seen_hits):
-        n = table.num_rows
-        if n and len(seen_hits):
-            fps = np.asarray(table.column(self.fp_column).to_numpy(zero_copy_only=False), np.int64)
-            keep = ~member(fps, seen_hits)
-            if not keep.all():
-                table = table.filter(pa.array(keep))
-        if self.count_links and n:
-            yield beam.pvalue.TaggedOutput("stats", {"links_in": n,
-                                                     "links_to_seen": n - table.num_rows})
-        for k, part in split_by_bucket(table, self.buckets, self.fp_column):
-            yield k, pack(part)
+def _split_fps(fps, buckets):
+    """(bucket, fps of that bucket) for an int64 array of fingerprints."""
+    b = bucket_of(fps, buckets)
+    order = np.argsort(b, kind="stable")
+    fps, b = fps[order], b[order]
+    starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
+    for s, e in zip(starts.tolist(), np.r_[starts[1:], len(b)].tolist()):
+        yield int(b[s]), fps[s:e]
 
 
 def _split_packed(table, buckets, fp_column="fp"):
@@ -387,10 +371,9 @@ class _MergeBucket(beam.DoFn):
         started = time.perf_counter()
         bucket, g = element
         frontier, filtered, stats = merge_bucket(
-            [unpack(x) for x in g["frontier"]], [], [unpack(x) for x in g["results"]],
+            [unpack(x) for x in g["frontier"]], g["seen"], [unpack(x) for x in g["results"]],
             [unpack(x) for x in g["candidates"]], [unpack(x) for x in g["filtered"]],
             self.round_no)
-        stats.pop("links_in", None)   # counted map-side, before links to seen URLs were dropped
         if self.score_fn is not None and frontier.num_rows:
             scores = np.asarray(self.score_fn(frontier), dtype=np.float64)
             frontier = frontier.set_column(frontier.schema.get_field_index("score"), "score",
@@ -412,12 +395,13 @@ class UrlSeen(beam.PTransform):
     and `stats` dicts. `score_fn(frontier_table) -> scores` scores each bucket when the
     strategy needs no global graph; otherwise the caller scores the whole frontier after.
 
-    The seen side (the tables that grow with the crawl) is a broadcast semi-join, not a
-    shuffle input: each seen table is probed map-side against the fps this round asks
-    about (candidates and filtered URLs: a side input the size of the round), the hits
-    are combined into one sorted array (at most the round's distinct links), and
-    candidates and filtered URLs are checked against it map-side before the bucket
-    shuffle. So nothing of the size of the crawl is shuffled or held in memory at once.
+    The seen side (the tables that grow with the crawl) enters the join only as hits:
+    each seen file is probed map-side against the fps this round asks about (candidates
+    and filtered URLs: a side input the size of the round), and only the fps found are
+    split by bucket and shuffled. So nothing of the size of the crawl is shuffled.
+    (Dropping links to seen URLs map-side instead, with the hits as a side input, was
+    measured slower: the in-process runner then pickles every candidate table between
+    stages, more than the zstd-packed parts cost in the shuffle.)
     """
 
     def __init__(self, buckets, round_no, score_fn=None):
@@ -431,21 +415,18 @@ class UrlSeen(beam.PTransform):
                   inputs["filtered"] | "FilteredFps" >> beam.Map(lambda t: _np(t.column("fp"))))
                  | "AskedFps" >> beam.Flatten()
                  | "ProbeSet" >> beam.CombineGlobally(_SortedFps()))
-        seen_hits = beam.pvalue.AsSingleton(
-            inputs["seen"]
-            | "ProbeSeen" >> beam.ParDo(_ProbeSeen(), beam.pvalue.AsSingleton(probe))
-            | "SeenHits" >> beam.CombineGlobally(_SortedFps()))
-        candidates = inputs["candidates"] | "UnseenCandidates" >> beam.ParDo(
-            _DropSeen(b, "dst_fp", True), seen_hits).with_outputs("stats", main="parts")
+        seen_hits = (inputs["seen"]
+                     | "ProbeSeen" >> beam.ParDo(_ProbeSeen(), beam.pvalue.AsSingleton(probe))
+                     | "BucketSeenHits" >> beam.FlatMap(_split_fps, b))
         keyed = {
             "frontier": inputs["frontier"] | "BucketFrontier" >> beam.FlatMap(_split_packed, b),
+            "seen": seen_hits,
             "results": inputs["results"] | "BucketResults" >> beam.FlatMap(_split_packed, b),
-            "candidates": candidates.parts,
-            "filtered": inputs["filtered"] | "UnseenFiltered" >> beam.ParDo(
-                _DropSeen(b, "fp", False), seen_hits),
+            "candidates": inputs["candidates"] | "BucketCandidates" >> beam.FlatMap(
+                _split_packed, b, "dst_fp"),
+            "filtered": inputs["filtered"] | "BucketFiltered" >> beam.FlatMap(_split_packed, b),
         }
         out = (keyed | "JoinOnBucket" >> beam.CoGroupByKey()
                | "MergeBucket" >> beam.ParDo(_MergeBucket(self.round_no, self.score_fn))
                .with_outputs("filtered", "stats", main="frontier"))
-        stats = (out.stats, candidates.stats) | "UrlSeenStats" >> beam.Flatten()
-        return {"frontier": out.frontier, "filtered": out.filtered, "stats": stats}
+        return {"frontier": out.frontier, "filtered": out.filtered, "stats": out.stats}
