@@ -32,6 +32,7 @@ from transforms.urls import UrlFilter
 LOG = logging.getLogger("beamcrawl.round")
 BUCKET_ROWS = 200_000   # target rows per URL-seen bucket (frontier + seen)
 MIN_BUCKETS = 4
+VISITED_ROW_GROUP = 16 * 1024   # rows; see contentdedup's phase 2 (bench_contentseen)
 
 
 def url_filter_from(settings):
@@ -182,8 +183,9 @@ def build_round(p, crawl, prev, round_no, settings, now, plan, seeds=(), do_fetc
         filtered_bundles, new_hosts = fetched["filtered"], fetched["hosts"]
         visited_fps = content["visited"] | "VisitedFps" >> beam.Map(lambda t: t.select(["fp"]))
         stats.extend([fetched["stats"], content["stats"]])
+        # small row groups: content-seen reads url/minhash of only the row groups with hits
         content["visited"] | "WriteVisited" >> write.WriteTable(
-            crawl.table_prefix(round_no, "visited"), tables.VISITED)
+            crawl.table_prefix(round_no, "visited"), tables.VISITED, VISITED_ROW_GROUP)
         content["pages"] | "WritePages" >> write.WriteTable(
             crawl.table_prefix(round_no, "pages"), tables.PAGES)
         content["near"] | "WriteNear" >> write.WriteTable(
