@@ -66,24 +66,29 @@ def bucket_of(fps: np.ndarray, buckets: int) -> np.ndarray:
     return (fps.astype(np.int64).view(np.uint64) % np.uint64(buckets)).astype(np.int64)
 
 
+def _bucket_runs(table: pa.Table, buckets: int, fp_column: str):
+    """(row order that groups table by bucket, [(bucket, start, end)] runs in that order)."""
+    b = bucket_of(table.column(fp_column).to_numpy(zero_copy_only=False), buckets)
+    order = np.argsort(b, kind="stable")
+    sorted_b = b[order]
+    starts = np.flatnonzero(np.r_[True, sorted_b[1:] != sorted_b[:-1]])
+    ends = np.r_[starts[1:], len(order)]
+    return order, [(int(sorted_b[s]), s, e) for s, e in zip(starts.tolist(), ends.tolist())]
+
+
 def split_by_bucket(table: pa.Table, buckets: int, fp_column: str = "fp"):
     """Yield (bucket, rows of table in that bucket) for each non-empty bucket.
 
-    One take puts the rows in bucket order; the parts are zero-copy slices of it.
+    Each part is its own compact table (a slice would pickle its whole parent's buffers).
     """
     if table is None or table.num_rows == 0:
         return
     if buckets == 1:
         yield 0, table
         return
-    b = bucket_of(table.column(fp_column).to_numpy(zero_copy_only=False), buckets)
-    order = np.argsort(b, kind="stable")
-    sorted_b = b[order]
-    starts = np.flatnonzero(np.r_[True, sorted_b[1:] != sorted_b[:-1]])
-    ends = np.r_[starts[1:], len(order)]
-    table = table.take(pa.array(order, type=pa.int64()))
-    for s, e in zip(starts.tolist(), ends.tolist()):
-        yield int(sorted_b[s]), table.slice(s, e - s)
+    order, runs = _bucket_runs(table, buckets, fp_column)
+    for k, s, e in runs:
+        yield k, table.take(pa.array(order[s:e], type=pa.int64()))
 
 
 def _concat(parts, schema):
@@ -359,8 +364,14 @@ def _split_fps(fps, buckets):
 
 
 def _split_packed(table, buckets, fp_column="fp"):
-    for k, part in split_by_bucket(table, buckets, fp_column):
-        yield k, pack(part)
+    """split_by_bucket, packed: one take into bucket order, then each bucket's slice
+    (Arrow IPC writes only a slice's own rows)."""
+    if table is None or table.num_rows == 0:
+        return
+    order, runs = _bucket_runs(table, buckets, fp_column)
+    table = table.take(pa.array(order, type=pa.int64()))
+    for k, s, e in runs:
+        yield k, pack(table.slice(s, e - s))
 
 
 class _MergeBucket(beam.DoFn):
@@ -387,13 +398,14 @@ class _MergeBucket(beam.DoFn):
 
 
 class UrlSeen(beam.PTransform):
-    """CoGroupByKey of frontier, results and unseen candidates on fingerprint buckets.
+    """CoGroupByKey of frontier, seen hits, results and candidates on fingerprint buckets.
 
-    Input: a dict of PCollections of Arrow tables: frontier (FRONTIER), seen (the visited
-    and filtered views: their Parquet file paths, or tables with an `fp` column), results (RESULTS), candidates (CANDIDATES),
-    filtered (FILTERED_CANDIDATES). Output: a dict with `frontier` and `filtered` tables
-    and `stats` dicts. `score_fn(frontier_table) -> scores` scores each bucket when the
-    strategy needs no global graph; otherwise the caller scores the whole frontier after.
+    Input: a dict of PCollections: frontier (FRONTIER tables), seen (the visited and
+    filtered views: their Parquet file paths, or tables with an `fp` column), results
+    (RESULTS), candidates (CANDIDATES), filtered (FILTERED_CANDIDATES). Output: a dict
+    with `frontier` and `filtered` tables and `stats` dicts. `score_fn(frontier_table) ->
+    scores` scores each bucket when the strategy needs no global graph; otherwise the
+    caller scores the whole frontier after.
 
     The seen side (the tables that grow with the crawl) enters the join only as hits:
     each seen file is probed map-side against the fps this round asks about (candidates
