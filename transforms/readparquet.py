@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from schemas import tables
+from transforms.arrowcoder import ArrowTableCoder  # noqa: F401  (registers the pa.Table coder)
 
 
 def _subschema(schema, columns):
@@ -87,5 +88,6 @@ class ReadTables(beam.PTransform):
 
     def expand(self, pbegin):
         files = pbegin | "Files" >> beam.Create(self.files, reshuffle=self.reshuffle)
+        element = (beam.typehints.Tuple[str, int, pa.Table] if self.with_positions else pa.Table)
         return files | "ReadRowGroups" >> beam.ParDo(
-            _ReadRowGroups(self.schema, self.columns, self.with_positions))
+            _ReadRowGroups(self.schema, self.columns, self.with_positions)).with_output_types(element)

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas import tables
+from transforms.arrowcoder import ArrowTableCoder  # noqa: F401  (registers the pa.Table coder)
 from transforms.fpsets import FpIndex, member, sorted_unique
 from transforms.readparquet import read_row_groups
 
@@ -440,5 +441,5 @@ class UrlSeen(beam.PTransform):
         }
         out = (keyed | "JoinOnBucket" >> beam.CoGroupByKey()
                | "MergeBucket" >> beam.ParDo(_MergeBucket(self.round_no, self.score_fn))
-               .with_outputs("filtered", "stats", main="frontier"))
+               .with_output_types(pa.Table).with_outputs("filtered", "stats", main="frontier"))
         return {"frontier": out.frontier, "filtered": out.filtered, "stats": out.stats}
