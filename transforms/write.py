@@ -12,6 +12,7 @@ from apache_beam.io.iobase import Write
 from apache_beam.metrics import Metrics
 
 from schemas import tables
+from transforms.arrowcoder import ArrowTableCoder  # noqa: F401  (registers the pa.Table coder)
 
 PARQUET_CODEC = "zstd"
 ROW_GROUP_ROWS = 64 * 1024
@@ -98,8 +99,8 @@ class WriteTable(beam.PTransform):
     def expand(self, batches):
         schema = self.schema
         return (batches
-                | "Conform" >> beam.Map(lambda t: tables.conform(t, schema))
-                | "NonEmpty" >> beam.Filter(lambda t: t.num_rows > 0)
+                | "Conform" >> beam.Map(lambda t: tables.conform(t, schema)).with_output_types(pa.Table)
+                | "NonEmpty" >> beam.Filter(lambda t: t.num_rows > 0).with_output_types(pa.Table)
                 | "Parquet" >> Write(_TableSink(self.prefix, schema, PARQUET_CODEC,
                                                 self.row_group_rows)))
 
