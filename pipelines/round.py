@@ -125,8 +125,16 @@ def uses_beam_pagerank(ordering, settings, known_links):
     return path == "beam" or (path == "auto" and known_links > int(settings["pagerank_beam_edges"]))
 
 
-def _read(p, label, files, schema, columns=None):
-    return p | f"Read{label}" >> ReadTables(files, schema, columns)
+def spreads_files(p):
+    """True on a distributed runner: a round's input files are spread over its workers
+    (a Reshuffle after the file list). The in-process runner gains nothing from it."""
+    runner = p.options.view_as(StandardOptions).runner
+    return runner not in (None, "DirectRunner", "direct", "FnApiRunner")
+
+
+def _read(p, label, files, schema, columns=None, with_positions=False):
+    return p | f"Read{label}" >> ReadTables(files, schema, columns, with_positions,
+                                            reshuffle=spreads_files(p))
 
 
 def _schedulable(table, now, max_depth):
@@ -162,10 +170,11 @@ def build_round(p, crawl, prev, round_no, settings, now, plan, seeds=(), do_fetc
     max_depth = int(settings["max_depth"])
 
     frontier = _read(p, "Frontier", t["frontier"], tables.FRONTIER)
-    visited_view = p | "ReadVisited" >> ReadTables(t["visited"], tables.VISITED, contentdedup.OLD_COLUMNS,
-                                                    with_positions=True)
+    visited_view = _read(p, "Visited", t["visited"], tables.VISITED, contentdedup.OLD_COLUMNS,
+                         with_positions=True)
     # URL-seen reads the fp column of these files itself, inside its map-side probe
-    seen_files = p | "SeenFiles" >> beam.Create(t["visited"] + t["filtered"], reshuffle=False)
+    seen_files = p | "SeenFiles" >> beam.Create(t["visited"] + t["filtered"],
+                                                reshuffle=spreads_files(p))
     hosts = _read(p, "Hosts", t["hosts"], tables.HOSTS)
     stats = []
 
