@@ -2,9 +2,9 @@
 binary search. numpy 2.4's hash-based np.unique / np.isin are ~40x slower on int64 keys,
 and searching sorted keys walks the set in order (5x fewer cache misses than random keys).
 
-`FpIndex` adds a directory on the top bits of a sorted set, for probing it with many more
-values than it holds (a whole visited table against one round's links): O(1) per value
-instead of a sort of the values plus a binary search each.
+`FpIndex` adds a bitmap and a directory on the top bits of a sorted set, for probing it
+with many more values than it holds (a whole visited table against one round's links):
+O(1) per value instead of a sort of the values plus a binary search each.
 """
 import numpy as np
 
@@ -34,39 +34,53 @@ def member(values, sorted_set) -> np.ndarray:
 
 
 class FpIndex:
-    """Membership in a sorted int64 set through a directory on the values' top bits.
+    """Membership in a sorted int64 set through a bitmap and a directory on the top bits.
 
-    Fingerprints are hashes, so the top `bits` bits spread the set evenly over 2**bits
-    slots (bits ~ log2(len)+1: half a value per slot); `contains` looks up each value's
-    slot and compares the few set values in it. A slot holding more than `MAX_SCAN` values
-    (skewed input, or URLs chosen to collide) falls back to binary search for the values
-    that land there, so the worst case is `member`'s, never a long loop.
+    Fingerprints are hashes, so their top bits spread the set evenly. A bitmap on the top
+    `BITMAP_EXTRA` more bits than the directory has (a few MiB, cache-friendly) rejects
+    most absent values with one lookup; the rest look up their directory slot (top
+    `bits` ~ log2(len)+1 bits: half a value per slot) and compare the few set values in
+    it. A slot holding more than `MAX_SCAN` values (skewed input, or URLs chosen to
+    collide) falls back to binary search for the values that land there, so the worst
+    case is `member`'s, never a long loop.
     """
 
     MAX_SCAN = 4
+    BITMAP_EXTRA = 3
 
     def __init__(self, sorted_set):
         self.values = np.asarray(sorted_set, dtype=np.int64)
         n = len(self.values)
         self.bits = int(min(26, max(1, np.ceil(np.log2(max(n, 1))) + 1)))
         self.shift = np.uint64(64 - self.bits)
-        counts = np.bincount(self._slot(self.values), minlength=1 << self.bits)
+        self.map_shift = np.uint64(64 - self.bits - self.BITMAP_EXTRA)
+        u = self._unsigned(self.values)
+        counts = np.bincount((u >> self.shift).astype(np.int64), minlength=1 << self.bits)
         self.start = np.zeros((1 << self.bits) + 1, dtype=np.int64)
         np.cumsum(counts, out=self.start[1:])
+        present = np.zeros(1 << (self.bits + self.BITMAP_EXTRA), dtype=bool)
+        present[(u >> self.map_shift).astype(np.int64)] = True
+        self.bitmap = np.packbits(present, bitorder="little")
 
     def __len__(self):
         return len(self.values)
 
-    def _slot(self, values):
+    @staticmethod
+    def _unsigned(values):
         # flipping the sign bit makes the unsigned top bits follow signed (sorted) order
-        return ((values.view(np.uint64) ^ _SIGN) >> self.shift).astype(np.int64)
+        return values.view(np.uint64) ^ _SIGN
 
     def contains(self, values) -> np.ndarray:
         values = np.ascontiguousarray(values, dtype=np.int64)
         out = np.zeros(len(values), dtype=bool)
         if len(values) == 0 or len(self.values) == 0:
             return out
-        slot = self._slot(values)
+        u = self._unsigned(values)
+        m = (u >> self.map_shift).astype(np.int64)
+        maybe = np.flatnonzero((self.bitmap[m >> 3] >> (m & 7).astype(np.uint8)) & 1)
+        if len(maybe) == 0:
+            return out
+        values, slot = values[maybe], (u[maybe] >> self.shift).astype(np.int64)
         lo = self.start[slot]
         count = self.start[slot + 1] - lo
         crowded = count > self.MAX_SCAN
@@ -75,9 +89,9 @@ class FpIndex:
             if len(todo) == 0:
                 break
             hit = self.values[lo[todo] + j] == values[todo]
-            out[todo[hit]] = True
+            out[maybe[todo[hit]]] = True
             todo = todo[~hit & (count[todo] > j + 1)]
         if crowded.any():
             idx = np.flatnonzero(crowded)
-            out[idx] = member(values[idx], self.values)
+            out[maybe[idx]] = member(values[idx], self.values)
         return out

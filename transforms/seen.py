@@ -340,18 +340,17 @@ class _ProbeSeen(beam.DoFn):
             return
         if self._index is None or not np.array_equal(self._index.values, probe):
             self._index = FpIndex(probe)
-        if isinstance(element, str):
-            for _, _, table in read_row_groups(element, FP_ONLY):
-                yield from self._hits(table)
-        elif element is not None:
-            yield from self._hits(element)
+        if isinstance(element, str):   # one output per file, not per row group
+            hits = [self._hits(t) for _, _, t in read_row_groups(element, FP_ONLY)]
+        else:
+            hits = [self._hits(element)] if element is not None else []
+        hits = [h for h in hits if len(h)]
+        if hits:
+            yield np.concatenate(hits) if len(hits) > 1 else hits[0]
 
     def _hits(self, table):
-        if table.num_rows:
-            fps = np.asarray(table.column("fp").to_numpy(zero_copy_only=False), dtype=np.int64)
-            hit = fps[self._index.contains(fps)]
-            if len(hit):
-                yield hit
+        fps = np.asarray(table.column("fp").to_numpy(zero_copy_only=False), dtype=np.int64)
+        return fps[self._index.contains(fps)]
 
 
 def _split_fps(fps, buckets):
