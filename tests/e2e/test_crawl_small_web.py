@@ -91,6 +91,20 @@ def test_same_state_in_process_and_with_two_worker_processes(full_crawl, simweb_
     crawlstate.assert_same_state(crawlstate.state(d, rounds), crawlstate.state(multi, rounds))
 
 
+@pytest.mark.slow
+def test_same_state_on_the_portable_runner(full_crawl, simweb_small, tmp_path):
+    """The round as a portable job (pipeline proto, coders and all, through Beam's job
+    service, SDK harness in loopback): what Flink and Dataflow run. Reads are reshuffled
+    there (`round.spreads_files`)."""
+    d, reports, _ = full_crawl
+    rounds = min(2, len(reports))
+    portable = tmp_path / "portable"
+    crawlstate.start_crawl(simweb_small, portable)
+    crawlstate.run_rounds(portable, "--rounds", str(rounds), "--runner=PortableRunner",
+                          "--job_endpoint=embed", "--environment_type=LOOPBACK")
+    crawlstate.assert_same_state(crawlstate.state(d, rounds), crawlstate.state(portable, rounds))
+
+
 def _wait_for_partial_writes(crawl_dir, round_no, proc, timeout=120):
     """Until the round has written some table file (a write is under way), or the process ended."""
     rd = crawl_dir / "rounds" / f"{round_no:06d}"
