@@ -137,9 +137,9 @@ def _aggregate_candidates(cand: pa.Table) -> pa.Table:
     else:
         inl = np.zeros(n_groups, np.int64)
     # distinct anchors per target, first seen (in sorted order) first
-    anchors_sorted = cand.column("anchor").take(pa.array(order, type=pa.int64()))
-    enc = pc.dictionary_encode(anchors_sorted).combine_chunks()
-    codes = _np(enc.indices, -1).astype(np.int64)
+    # encode first, then put the integer codes in sorted order (not the strings)
+    enc = pc.dictionary_encode(cand.column("anchor")).combine_chunks()
+    codes = _np(enc.indices, -1).astype(np.int64)[order]
     valid = codes >= 0
     dictionary = enc.dictionary
     empties = np.flatnonzero(_np(pc.equal(dictionary, ""), False))
