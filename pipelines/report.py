@@ -16,6 +16,7 @@ import sys
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.crawldir import CrawlDir, CrawlStateError
+from transforms import write
 
 STATS_JSON = "stats.json"
 
@@ -28,12 +29,34 @@ def _read_stats(crawl, n):
         return json.loads(f.read().decode("utf-8"))
 
 
-def round_report(crawl, round_no, prev, settings, started, ended, seconds=None):
-    """The round's report.json from its stats.json; `seconds` adds steps timed outside the
-    stats (the table writes, from a Beam metric)."""
+def beam_metrics(result, namespace) -> dict:
+    """{name: value} of a finished pipeline's Beam metrics in `namespace`: counters as
+    their value, distributions as their sum ({} if the runner reports no metrics)."""
+    from apache_beam.metrics.metric import MetricsFilter
+    try:
+        found = result.metrics().query(MetricsFilter().with_namespace(namespace))
+    except Exception:  # a runner without metrics support
+        return {}
+    out = {}
+    for kind in ("counters", "distributions"):
+        for r in found.get(kind, []):
+            value = r.committed if r.committed is not None else r.attempted
+            if kind == "distributions":
+                value = value.sum if value is not None else 0
+            out[r.key.metric.name] = out.get(r.key.metric.name, 0) + (value or 0)
+    return out
+
+
+def round_report(crawl, round_no, prev, settings, started, ended, result=None):
+    """The round's report.json from its stats.json and, given the pipeline `result`, its
+    Beam metrics: table-write time (time_split.write) and content-seen's reads of the
+    visited view (content_seen.old_side)."""
     stats = _read_stats(crawl, round_no)
-    for step, value in (seconds or {}).items():
-        stats[f"seconds_{step}"] = stats.get(f"seconds_{step}", 0) + value
+    metrics = {}
+    if result is not None:
+        written = beam_metrics(result, write.WRITE_METRIC[0]).get(write.WRITE_METRIC[1], 0)
+        stats["seconds_write"] = stats.get("seconds_write", 0) + written / 1e6
+        metrics = beam_metrics(result, "contentseen")
     prev_report = crawl.read_report(prev) if prev is not None else {}
     prev_sets = prev_report.get("page_sets", {})
     visited = int(stats.get("visited", 0))
@@ -54,8 +77,11 @@ def round_report(crawl, round_no, prev, settings, started, ended, seconds=None):
         "new_urls": int(stats.get("new_urls", 0)),
         "links_to_seen": int(stats.get("links_to_seen", 0)),
         "duplicates": int(outcomes.get("duplicate", 0)),
-        "content_seen": {k: int(stats.get(k, 0)) for k in
-                         ("exact_duplicates", "near_duplicates", "mirror_hosts_suspected")},
+        "content_seen": dict(
+            {k: int(stats.get(k, 0)) for k in
+             ("exact_duplicates", "near_duplicates", "mirror_hosts_suspected")},
+            # visited-view row groups probed, and read wide for hits (transforms/contentdedup.py)
+            old_side={k: int(v) for k, v in sorted(metrics.items())}),
         "filtered_by_reason": filtered,
         "wall_seconds": round(wall, 3),
         "pages_per_second": round(visited / wall, 2),

@@ -303,8 +303,7 @@ def run_round(argv):
     started = time.time()
     crawl.write_json(round_no, "options.json", settings)
     result = run_pipeline(lambda p: build_round(p, crawl, prev, round_no, settings, now, plan), argv)
-    report = report_mod.round_report(crawl, round_no, prev, settings, started, time.time(),
-                                     {"write": write.write_seconds(result)})
+    report = report_mod.round_report(crawl, round_no, prev, settings, started, time.time(), result)
     faults.crash_point("before_commit")
     crawl.commit(round_no, report)
     return report

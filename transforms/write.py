@@ -105,20 +105,6 @@ class WriteTable(beam.PTransform):
                                                 self.row_group_rows)))
 
 
-def write_seconds(result) -> float:
-    """Seconds spent writing tables in a finished pipeline (0 if the runner has no metrics)."""
-    from apache_beam.metrics.metric import MetricsFilter
-    try:
-        found = result.metrics().query(MetricsFilter().with_name(WRITE_METRIC[1]))
-    except Exception:  # a runner without metrics support
-        return 0.0
-    total = 0
-    for r in found.get("distributions", []):
-        value = r.committed if r.committed is not None else r.attempted
-        total += value.sum if value is not None else 0
-    return total / 1e6
-
-
 def sum_dicts(dicts):
     out = {}
     for d in dicts:

@@ -162,6 +162,10 @@ def test_mirror_pages_are_flagged_as_duplicates_and_no_distinct_page_is(full_cra
     assert wrong == []
     assert sum(r["content_seen"]["exact_duplicates"] for r in reports) == len(dups)
     assert any(r["content_seen"]["mirror_hosts_suspected"] for r in reports)
+    # the visited view is probed narrow every round and read wide only where a hit is
+    old = [r["content_seen"]["old_side"] for r in reports[1:]]
+    assert all(o.get("old_rows", 0) > 0 for o in old)
+    assert all(o.get("wide_exact_rows_read", 0) <= o["old_rows"] for o in old)
 
 
 def test_planted_near_duplicates_are_found_across_rounds(full_crawl, simweb_small):
