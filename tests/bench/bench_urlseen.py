@@ -16,13 +16,14 @@ Then, each in its own (spawned) child process so peak RSS is per run:
            (2 threads, the machine's cores): the bare fingerprint anti-join;
   duckdb same output
            the same anti-join plus what UrlSeen produces from it (`DUCKDB_FULL`): one
-           frontier row per new URL with URL, host, depth, distinct in-links and anchors,
-           written to Parquet.
+           frontier row per new URL with URL, host, depth, source, first parent, lastmod,
+           redirect hops, distinct in-links and anchors, written to Parquet.
 
 It reports wall time (pipeline construction to last file written; DuckDB query to
 result) and peak RSS of each child (`ru_maxrss` of the child itself), and checks that the
 new frontier is equal to DuckDB's: the same fingerprints as the bare anti-join, and the
-same rows (url, host, depth, inlinks; anchors as sets) as the same-output query. Not a
+same rows (url, host, depth, source, first_parent, redirects, inlinks; anchors as sets)
+as the same-output query. Not a
 test: run it by hand.
 
     .venv/bin/python -m tests.bench.bench_urlseen --round_shape 100000 1000000 10000000
@@ -250,12 +251,17 @@ def run_urlseen(vfiles, lfiles, out_dir, buckets, workers, queue):
 
 
 # The same work as UrlSeen's output on these inputs: one new frontier row per unseen
-# target with its URL, host and depth from the shortest (then smallest source fp) link,
-# in-links counted as distinct linking pages, up to MAX_ANCHORS distinct anchors.
+# target with its URL, host, depth, source, first parent, lastmod and redirect hops from
+# the shortest (then smallest source fp) link, in-links counted as distinct linking pages,
+# up to MAX_ANCHORS distinct anchors.
 DUCKDB_FULL = """
 COPY (
   SELECT l.dst_fp AS fp, arg_min(l.dst, (l.depth, l.src_fp)) AS url,
          arg_min(l.host, (l.depth, l.src_fp)) AS host, min(l.depth) AS depth,
+         arg_min(l.source, (l.depth, l.src_fp)) AS source,
+         arg_min(l.src, (l.depth, l.src_fp)) AS first_parent,
+         arg_min(l.lastmod, (l.depth, l.src_fp)) AS lastmod,
+         arg_min(coalesce(l.redirects, 0), (l.depth, l.src_fp)) AS redirects,
          count(DISTINCT l.src_fp) FILTER (WHERE l.src_fp <> 0 AND l.src_fp <> l.dst_fp) AS inlinks,
          list_slice(list(DISTINCT l.anchor) FILTER (WHERE l.anchor <> ''), 1, {max_anchors}) AS anchors
   FROM read_parquet($l) l ANTI JOIN read_parquet($v) v ON l.dst_fp = v.fp
@@ -303,7 +309,8 @@ def in_child(fn, *args):
     return out
 
 
-COMPARED = ("fp", "url", "host", "depth", "inlinks", "anchors")
+COMPARED = ("fp", "url", "host", "depth", "source", "first_parent", "redirects", "inlinks", "anchors")
+_STRINGS = ("url", "host", "source", "first_parent")
 
 
 def same_rows(ours, duck) -> bool:
@@ -314,8 +321,9 @@ def same_rows(ours, duck) -> bool:
     if a.num_rows != b.num_rows:
         return False
     for c in COMPARED[:-1]:
-        if not np.array_equal(a.column(c).to_numpy(zero_copy_only=False).astype(object if c in ("url", "host") else np.int64),
-                              b.column(c).to_numpy(zero_copy_only=False).astype(object if c in ("url", "host") else np.int64)):
+        kind = object if c in _STRINGS else np.int64
+        if not np.array_equal(a.column(c).to_numpy(zero_copy_only=False).astype(kind),
+                              b.column(c).to_numpy(zero_copy_only=False).astype(kind)):
             return False
     return all(set(x or []) == set(y or []) for x, y in
                zip(a.column("anchors").to_pylist(), b.column("anchors").to_pylist()))
