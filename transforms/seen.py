@@ -67,9 +67,9 @@ def bucket_of(fps: np.ndarray, buckets: int) -> np.ndarray:
     return (fps.astype(np.int64).view(np.uint64) % np.uint64(buckets)).astype(np.int64)
 
 
-def _bucket_runs(table: pa.Table, buckets: int, fp_column: str):
-    """(row order that groups table by bucket, [(bucket, start, end)] runs in that order)."""
-    b = bucket_of(table.column(fp_column).to_numpy(zero_copy_only=False), buckets)
+def _bucket_runs(fps: np.ndarray, buckets: int):
+    """(order that groups fps by bucket, [(bucket, start, end)] runs in that order)."""
+    b = bucket_of(fps, buckets)
     order = np.argsort(b, kind="stable")
     sorted_b = b[order]
     starts = np.flatnonzero(np.r_[True, sorted_b[1:] != sorted_b[:-1]])
@@ -87,7 +87,7 @@ def split_by_bucket(table: pa.Table, buckets: int, fp_column: str = "fp"):
     if buckets == 1:
         yield 0, table
         return
-    order, runs = _bucket_runs(table, buckets, fp_column)
+    order, runs = _bucket_runs(_np(table.column(fp_column)), buckets)
     for k, s, e in runs:
         yield k, table.take(pa.array(order[s:e], type=pa.int64()))
 
@@ -355,12 +355,10 @@ class _ProbeSeen(beam.DoFn):
 
 def _split_fps(fps, buckets):
     """(bucket, fps of that bucket) for an int64 array of fingerprints."""
-    b = bucket_of(fps, buckets)
-    order = np.argsort(b, kind="stable")
-    fps, b = fps[order], b[order]
-    starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
-    for s, e in zip(starts.tolist(), np.r_[starts[1:], len(b)].tolist()):
-        yield int(b[s]), fps[s:e]
+    order, runs = _bucket_runs(fps, buckets)
+    fps = fps[order]
+    for k, s, e in runs:
+        yield k, fps[s:e]
 
 
 def _split_packed(table, buckets, fp_column="fp"):
@@ -368,7 +366,7 @@ def _split_packed(table, buckets, fp_column="fp"):
     (Arrow IPC writes only a slice's own rows)."""
     if table is None or table.num_rows == 0:
         return
-    order, runs = _bucket_runs(table, buckets, fp_column)
+    order, runs = _bucket_runs(_np(table.column(fp_column)), buckets)
     table = table.take(pa.array(order, type=pa.int64()))
     for k, s, e in runs:
         yield k, pack(table.slice(s, e - s))
