@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import os
 import resource
 import shutil
@@ -41,6 +40,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from tests.bench.bench_urlseen import in_child
 
 FILE_ROWS = 1_000_000
 ROW_GROUP = 64 * 1024
@@ -218,23 +219,6 @@ def _peak_rss_mib() -> float:
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def in_child(fn, *args):
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    proc = ctx.Process(target=fn, args=(*args, q))
-    proc.start()
-    import queue as queue_mod
-    while True:
-        try:
-            out = q.get(timeout=1.0)
-            break
-        except queue_mod.Empty:
-            if not proc.is_alive():
-                raise RuntimeError(f"{fn.__name__} exited with {proc.exitcode}")
-    proc.join()
-    return out
 
 
 def bench(n: int, workdir: Path, pages: int, minhash_share: float, dup_share: float,
