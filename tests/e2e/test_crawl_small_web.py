@@ -80,29 +80,25 @@ def test_reports_count_what_the_tables_hold(full_crawl):
     assert first["pages_per_second"] > 0 and first["by_status_class"].get("2xx", 0) > 0
 
 
+# Other ways to run the same rounds. The portable runner runs the round as a portable job
+# (pipeline proto, coders and all, through Beam's job service, SDK harness in loopback):
+# what Flink and Dataflow run; reads are reshuffled there (`round.spreads_files`).
+OTHER_RUNNERS = {
+    "two_worker_processes": ("--direct_running_mode=multi_processing", "--direct_num_workers=2"),
+    "portable_runner": ("--runner=PortableRunner", "--job_endpoint=embed",
+                        "--environment_type=LOOPBACK"),
+}
+
+
 @pytest.mark.slow
-def test_same_state_in_process_and_with_two_worker_processes(full_crawl, simweb_small, tmp_path):
+@pytest.mark.parametrize("runner", sorted(OTHER_RUNNERS))
+def test_same_state_in_process_and_on_another_runner(full_crawl, simweb_small, tmp_path, runner):
     d, reports, _ = full_crawl
     rounds = min(3, len(reports))
-    multi = tmp_path / "multi"
-    crawlstate.start_crawl(simweb_small, multi)
-    crawlstate.run_rounds(multi, "--rounds", str(rounds), "--direct_running_mode=multi_processing",
-                          "--direct_num_workers=2")
-    crawlstate.assert_same_state(crawlstate.state(d, rounds), crawlstate.state(multi, rounds))
-
-
-@pytest.mark.slow
-def test_same_state_on_the_portable_runner(full_crawl, simweb_small, tmp_path):
-    """The round as a portable job (pipeline proto, coders and all, through Beam's job
-    service, SDK harness in loopback): what Flink and Dataflow run. Reads are reshuffled
-    there (`round.spreads_files`)."""
-    d, reports, _ = full_crawl
-    rounds = min(2, len(reports))
-    portable = tmp_path / "portable"
-    crawlstate.start_crawl(simweb_small, portable)
-    crawlstate.run_rounds(portable, "--rounds", str(rounds), "--runner=PortableRunner",
-                          "--job_endpoint=embed", "--environment_type=LOOPBACK")
-    crawlstate.assert_same_state(crawlstate.state(d, rounds), crawlstate.state(portable, rounds))
+    other = tmp_path / runner
+    crawlstate.start_crawl(simweb_small, other)
+    crawlstate.run_rounds(other, "--rounds", str(rounds), *OTHER_RUNNERS[runner])
+    crawlstate.assert_same_state(crawlstate.state(d, rounds), crawlstate.state(other, rounds))
 
 
 def _wait_for_partial_writes(crawl_dir, round_no, proc, timeout=120):
