@@ -32,6 +32,7 @@ from transforms.urls import UrlFilter
 LOG = logging.getLogger("beamcrawl.round")
 BUCKET_ROWS = 200_000   # target rows per URL-seen bucket (frontier + seen)
 MIN_BUCKETS = 4
+DIRECT_RUNNER_NAMES = (None, "DirectRunner", "direct")   # run on the in-process FnApiRunner
 VISITED_ROW_GROUP = 16 * 1024   # rows; see contentdedup's phase 2 (bench_contentseen)
 
 
@@ -129,7 +130,7 @@ def spreads_files(p):
     """True on a distributed runner: a round's input files are spread over its workers
     (a Reshuffle after the file list). The in-process runner gains nothing from it."""
     runner = p.options.view_as(StandardOptions).runner
-    return runner not in (None, "DirectRunner", "direct", "FnApiRunner")
+    return runner not in DIRECT_RUNNER_NAMES + ("FnApiRunner",)
 
 
 def _read(p, label, files, schema, columns=None, with_positions=False):
@@ -263,7 +264,7 @@ def pipeline_options(argv):
     """PipelineOptions for argv; DirectRunner runs on the FnApiRunner (no Prism download)."""
     options = PipelineOptions(argv)
     std = options.view_as(StandardOptions)
-    if std.runner in (None, "DirectRunner", "direct"):
+    if std.runner in DIRECT_RUNNER_NAMES:
         from apache_beam.runners.portability.fn_api_runner import fn_runner
         return options, fn_runner.FnApiRunner()
     return options, None
