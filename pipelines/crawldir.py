@@ -21,7 +21,6 @@ Table kinds
   deltas into one full snapshot lists the table under "full" in that round's manifest;
   the view then starts there. Readers need no change for it: `table_files` stops there.)
 """
-import io
 import json
 import posixpath
 import re
@@ -31,6 +30,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from schemas import tables
+from transforms.tableio.files import read_view
 
 SNAPSHOT_TABLES = ("frontier", "hosts", "opic")
 DELTA_TABLES = ("visited", "links", "pages", "filtered", "near_duplicates")
@@ -229,14 +229,4 @@ class CrawlDir:
 
     def read_table(self, table: str, upto: int, columns=None) -> pa.Table:
         """The whole view of `table` as one Arrow table (for reports, notebooks and tests)."""
-        files = self.table_files(table, upto)
-        parts = []
-        for path in files:
-            with FileSystems.open(path) as f:
-                parts.append(pq.read_table(io.BytesIO(f.read()), columns=columns))
-        schema = tables.TABLES[table]
-        if columns:
-            schema = pa.schema([schema.field(c) for c in columns])
-        if not parts:
-            return schema.empty_table()
-        return pa.concat_tables([tables.conform(p, schema) for p in parts])
+        return read_view(self.table_files(table, upto), tables.TABLES[table], columns)

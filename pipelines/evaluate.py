@@ -44,7 +44,7 @@ import pyarrow.parquet as pq
 from strategies.graph import CrawlGraph, dedupe_edges, l1, pagerank, splitmix64_ids, unique
 from strategies.opic import opic_distribute, opic_init
 from strategies.ordering import ORDERINGS, get_ordering
-from transforms.generate import select as generate_select
+from transforms.generate.select import select as generate_select
 
 DEFAULT_STRATEGIES = ("omniscient", "opic", "larger_sites_first", "partial_pagerank", "bfs",
                       "backlinks", "url_importance", "preference", "random")

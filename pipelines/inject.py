@@ -16,10 +16,12 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from pipelines import options as opts
 from pipelines.cli import run_cli
 from pipelines import report as report_mod
-from pipelines import round as round_mod
+from pipelines.round import round_config
+from pipelines.roundpipeline import build_round, plan_round
+from pipelines.runner import run_pipeline
 from pipelines.crawldir import DELTA_TABLES, CrawlDir, CrawlStateError
 from schemas import tables
-from transforms import urls as urls_mod
+from transforms.urls import canonical as urls_mod
 
 
 def read_seed_lines(path):
@@ -71,18 +73,18 @@ def run_inject(argv):
         prev = None
     settings = opts.effective_round_settings(parsed.view_as(opts.RoundOptions), argv,
                                              config.get("round_defaults", {}))
-    bundles, rejected = seed_bundles(raw, round_mod.url_filter_from(settings))
+    round_no = 0 if prev is None else prev + 1
+    now = time.time()
+    cfg = round_config(settings, round_no, now)
+    bundles, rejected = seed_bundles(raw, cfg.scope)
     for url, why in rejected:
         print(f"warning: seed {url} not injected: {why}", file=sys.stderr)
     if not bundles:
         raise CrawlStateError("none of the seeds is an in-scope http(s) URL")
-    round_no = 0 if prev is None else prev + 1
-    plan = round_mod.plan_round(crawl, prev)
+    plan = plan_round(crawl, prev)
     crawl.discard_uncommitted(round_no)
-    now = time.time()
     crawl.write_json(round_no, "options.json", settings)
-    round_mod.run_pipeline(lambda p: round_mod.build_round(
-        p, crawl, prev, round_no, settings, now, plan, seeds=bundles, do_fetch=False), argv)
+    run_pipeline(lambda p: build_round(p, crawl, cfg, plan, seeds=bundles, do_fetch=False), argv)
     report = report_mod.round_report(crawl, round_no, prev, settings, now, time.time())
     report["injected"] = len(bundles[0]["dst"])
     crawl.commit(round_no, report, full_tables=() if prev is not None else DELTA_TABLES)

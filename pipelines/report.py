@@ -16,7 +16,7 @@ import sys
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.crawldir import CrawlDir, CrawlStateError
-from transforms import write
+from transforms.tableio import step as write
 
 STATS_JSON = "stats.json"
 

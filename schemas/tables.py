@@ -163,6 +163,44 @@ OPIC_VIRTUAL_FP = 0
 
 MAX_ANCHORS = 8
 
+# ---- in flight within a round (URL-seen's inputs), never written as crawl tables
+# A fetch result as the URL-seen join needs it.
+RESULTS = pa.schema([
+    ("fp", pa.int64()),
+    ("final", pa.bool_()),           # left the frontier (its visited row is written)
+    ("retries", pa.int32()),         # for transient results: the new retry count
+    ("not_before", pa.float64()),
+    ("last_error", pa.string()),
+    ("dropped", pa.bool_()),         # final without a visited row: recorded as filtered instead
+])
+
+# A discovered URL before the join: a link, a redirect target, a seed or a sitemap entry.
+CANDIDATES = pa.schema([
+    ("dst_fp", pa.int64()),
+    ("dst", pa.string()),
+    ("host", pa.string()),
+    ("depth", pa.int32()),
+    ("src_fp", pa.int64()),          # 0 for seeds
+    ("src", pa.string()),            # null for seeds
+    ("anchor", pa.string()),
+    ("source", pa.string()),
+    ("redirects", pa.int32()),
+    ("lastmod", pa.float64()),
+])
+
+FP_ONLY = pa.schema([("fp", pa.int64())])
+
+FILTERED_CANDIDATES = pa.schema([
+    ("fp", pa.int64()),
+    ("url", pa.string()),
+    ("reason", pa.string()),
+    ("first_parent", pa.string()),
+])
+
+class ParquetReadError(IOError):
+    """A crawl-table file that passed the footer check could not be read."""
+
+
 TABLES = {
     "frontier": FRONTIER,
     "visited": VISITED,

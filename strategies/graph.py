@@ -4,7 +4,7 @@ Pure numpy (no Beam; scipy only if asked for), so the round's Score step, the of
 evaluator and the tests share one implementation. The sparse product is a gather
 (`x[src]`) plus a `np.bincount` scatter over edges sorted by destination: about two
 scipy CSR mat-vecs' worth of memory traffic per step, since numpy cannot fuse the two
-(measured in strategies/bench_pagerank.py). The default backend ("auto") uses scipy's CSR
+(measured in benchmarks/bench_pagerank.py). The default backend ("auto") uses scipy's CSR
 mat-vec when scipy is installed (it is a runtime requirement), numpy's otherwise.
 
 PageRank definition (the same as `networkx.pagerank` with default arguments):
@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from strategies.hashing import splitmix64
 
 DAMPING = 0.85
 TOL = 1e-10
@@ -205,7 +207,6 @@ def temporary_scores(pr: np.ndarray, src, dst, n: int) -> np.ndarray:
 def splitmix64_ids(n: int, salt: int = 0x5EEDF00D) -> np.ndarray:
     """n distinct pseudo-random int64 'fingerprints' for node ids 0..n-1 (a bijection of
     the ids, so they never collide), for tests and benchmarks on integer graphs."""
-    from strategies.ordering.base import splitmix64
     return splitmix64(np.arange(n, dtype=np.uint64) ^ np.uint64(salt)).view(np.int64)
 
 

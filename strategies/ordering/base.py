@@ -66,12 +66,3 @@ def host_pending(frontier: pa.Table) -> np.ndarray:
         return column(frontier, "host_pending")
     codes = host_codes(frontier)
     return np.bincount(codes).astype(np.float64)[codes] if len(codes) else np.zeros(0)
-
-
-def splitmix64(x: np.ndarray) -> np.ndarray:
-    """Vectorised splitmix64 finaliser on uint64 (a well-mixed deterministic hash)."""
-    with np.errstate(over="ignore"):
-        z = np.asarray(x).astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return z ^ (z >> np.uint64(31))

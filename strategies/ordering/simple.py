@@ -5,7 +5,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from strategies.ordering.base import Ordering, column, host_pending, splitmix64
+from strategies.hashing import splitmix64
+from strategies.ordering.base import Ordering, column, host_pending
 
 
 class BreadthFirst(Ordering):

@@ -16,9 +16,10 @@ import pytest
 from schemas import tables
 from tests.e2e import hostile_helpers as hh
 from tests.simweb import requestlog
-from transforms import fetcher as fetcher_mod
-from transforms import netguard
-from transforms import sitemaps
+from transforms.fetch import records as fetch_records
+from transforms.fetch import hostfetcher as fetch_hostfetcher
+from transforms.fetch import netguard
+from transforms.page import sitemaps
 
 # hostile.simweb.test pages that fail transiently every time: (path, last reason)
 TRANSIENT = {"/trickle": "deadline", "/reset": "reset", "/stall": "timeout_read",
@@ -398,12 +399,12 @@ def test_noindex_page_is_visited_but_not_stored(crawl, visited, path, target):
 
 def _fetch(crawl, path):
     hostmap = netguard.read_resolve_file(str(crawl.web.hostmap_file))
-    cfg = fetcher_mod.FetchConfig(delay_per_host=0.05, deadline=hh.DEADLINE, read_timeout=2,
+    cfg = fetch_records.FetchConfig(delay_per_host=0.05, deadline=hh.DEADLINE, read_timeout=2,
                                   connect_timeout=2, allow_loopback=True,
                                   deny_addresses=(f"{hh.FORBIDDEN_ADDR}/32",),
                                   resolve=tuple(sorted((h, p, a) for (h, p), a in hostmap.items())))
-    req = fetcher_mod.FetchRequest(url=U(crawl, "hostile", path), fp=1)
-    with fetcher_mod.HostFetcher(cfg) as f:
+    req = fetch_records.FetchRequest(url=U(crawl, "hostile", path), fp=1)
+    with fetch_hostfetcher.HostFetcher(cfg) as f:
         (res,), _state = f.fetch_host(hh.host("hostile"), [req], None)
     return res
 

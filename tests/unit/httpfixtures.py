@@ -217,7 +217,7 @@ def hang(seconds: float = MAX_HANDLER_SECONDS):
 def loopback_config(names: dict, **kw):
     """FetchConfig for tests: `names` maps invented host names to LocalServers (resolved to
     the server's loopback address via FetchConfig.resolve), loopback allowed, tiny delays."""
-    from transforms.fetcher import FetchConfig
+    from transforms.fetch.records import FetchConfig
 
     resolve = tuple((name, srv.port, srv.host) for name, srv in names.items())
     defaults = dict(delay_per_host=0.01, connect_timeout=2.0, read_timeout=2.0, deadline=5.0,

@@ -5,8 +5,8 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from schemas import tables
-from transforms.arrowcoder import ArrowTableCoder
-from transforms.readparquet import ReadTables
+from transforms.tableio.step import ArrowTableCoder
+from transforms.tableio.step import ReadTables
 
 
 def test_tables_round_trip_with_their_schema():

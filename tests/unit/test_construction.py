@@ -7,7 +7,7 @@ from apache_beam.coders import VarIntCoder
 from apache_beam.transforms.timeutil import TimeDomain
 
 from pipelines import construction
-from transforms import seen
+from transforms.urlseen import step as seen
 
 
 class _Stateful(beam.DoFn):

@@ -9,7 +9,9 @@ from apache_beam.io.parquetio import ReadAllFromParquetBatched
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from transforms import contentseen as cs
+from transforms.contentseen import fingerprints as contentseen_fingerprints
+from transforms.contentseen import step as contentseen_step
+from transforms.contentseen import duplicates as contentseen_duplicates
 
 
 def pages(rows):
@@ -22,36 +24,36 @@ def pages(rows):
 def test_mirror_body_with_self_links_in_any_case_has_the_same_fingerprint():
     a = b'<a href="HTTP://SiTe1.example/x">x</a>\n  <a href="mailto:w@site1.example">c</a>'
     b = b'<a href="HTTP://MiRrOr1.ExAmPlE/x">x</a> <a href="mailto:w@mirror1.example">c</a>'
-    assert cs.body_fingerprint(a, "http://site1.example/x") == \
-        cs.body_fingerprint(b, "http://mirror1.example:8080/x")
-    assert cs.body_fingerprint(a, "http://site1.example/") != cs.body_fingerprint(a + b"!", "http://site1.example/")
-    assert cs.body_fingerprint(b"", "http://a/") == 0
+    assert contentseen_fingerprints.body_fingerprint(a, "http://site1.example/x") == \
+        contentseen_fingerprints.body_fingerprint(b, "http://mirror1.example:8080/x")
+    assert contentseen_fingerprints.body_fingerprint(a, "http://site1.example/") != contentseen_fingerprints.body_fingerprint(a + b"!", "http://site1.example/")
+    assert contentseen_fingerprints.body_fingerprint(b"", "http://a/") == 0
 
 
 def test_text_fingerprint_ignores_whitespace_only():
-    assert cs.text_fingerprint("a  b\nc") == cs.text_fingerprint(" a b c ")
-    assert cs.text_fingerprint("a b c") != cs.text_fingerprint("a b d")
+    assert contentseen_fingerprints.text_fingerprint("a  b\nc") == contentseen_fingerprints.text_fingerprint(" a b c ")
+    assert contentseen_fingerprints.text_fingerprint("a b c") != contentseen_fingerprints.text_fingerprint("a b d")
 
 
 # ---------------------------------------------------------------- MinHash
 def test_signatures_match_datasketch_and_round_trip_through_arrow():
     from datasketch import MinHash
     texts = ["the quick brown fox jumps over the lazy dog again", "too short", ""]
-    sigs, has = cs.minhash_signatures(texts)
+    sigs, has = contentseen_fingerprints.minhash_signatures(texts)
     assert sigs.shape == (3, 128) and sigs.dtype == np.uint32 and has.tolist() == [True, False, False]
     m = MinHash(num_perm=128, seed=1)
-    m.update_batch(cs.shingles(texts[0]))
+    m.update_batch(contentseen_fingerprints.shingles(texts[0]))
     assert np.array_equal(sigs[0], m.hashvalues)
-    col = cs.signature_column(sigs, has)
-    assert col.type == cs.MINHASH_TYPE and col.null_count == 2
-    back, valid = cs.signatures_of(col)
+    col = contentseen_fingerprints.signature_column(sigs, has)
+    assert col.type == contentseen_fingerprints.MINHASH_TYPE and col.null_count == 2
+    back, valid = contentseen_fingerprints.signatures_of(col)
     assert valid.tolist() == [True, False, False] and np.array_equal(back[0], sigs[0])
 
 
 def test_lsh_params_are_datasketch_s():
     from datasketch import MinHashLSH
     lsh = MinHashLSH(threshold=0.9, num_perm=128)
-    assert cs.lsh_params(0.9, 128) == (lsh.b, lsh.r) == (5, 25)
+    assert contentseen_fingerprints.lsh_params(0.9, 128) == (lsh.b, lsh.r) == (5, 25)
 
 
 # ---------------------------------------------------------------- exact
@@ -62,7 +64,7 @@ def test_first_url_is_the_earliest_round_then_smallest_fp():
                  dict(fp=20, url="new20", host="m", round=3, content_fp=8),
                  dict(fp=30, url="new30", host="m", round=3, content_fp=8),
                  dict(fp=60, url="new60", host="m", round=3, content_fp=0)])
-    d = cs.exact_duplicates(new, old, round_no=3)
+    d = contentseen_duplicates.exact_duplicates(new, old, round_no=3)
     got = {r["url"]: r["duplicate_of"] for r in d.to_pylist()}
     assert got == {"new10": "old50", "new30": "new20"}
 
@@ -70,7 +72,7 @@ def test_first_url_is_the_earliest_round_then_smallest_fp():
 def test_refetch_of_the_first_url_is_not_its_own_duplicate():
     old = pages([dict(fp=5, url="u5", host="a", round=1, content_fp=9)])
     new = pages([dict(fp=5, url="u5", host="a", round=2, content_fp=9)])
-    assert cs.exact_duplicates(new, old, 2).num_rows == 0
+    assert contentseen_duplicates.exact_duplicates(new, old, 2).num_rows == 0
 
 
 def test_content_seen_in_beam_equals_the_pure_function_and_ignores_unrelated_old_rows():
@@ -82,12 +84,12 @@ def test_content_seen_in_beam_equals_the_pure_function_and_ignores_unrelated_old
     new_cfp = rng.integers(300, 900, size=n_new)
     new = pages([dict(fp=int(i) * 11 + 2, url=f"n{i}", host="m", round=4, content_fp=int(c))
                  for i, c in enumerate(new_cfp)]).drop_columns(["round"])
-    expected = cs.exact_duplicates(new, old, 4).to_pylist()
+    expected = contentseen_duplicates.exact_duplicates(new, old, 4).to_pylist()
     assert len(expected) > 100
     with TestPipeline(runner="FnApiRunner") as p:
         out = {"new": p | "N" >> beam.Create([new.slice(0, 200), new.slice(200)]),
                "old": p | "O" >> beam.Create([old.slice(0, 1000), old.slice(1000)])} \
-            | cs.ContentSeen(round_no=4, buckets=5)
+            | contentseen_step.ContentSeen(round_no=4, buckets=5)
         rows = out | beam.FlatMap(lambda t: [tuple(sorted(r.items())) for r in t.to_pylist()])
         assert_that(rows, equal_to([tuple(sorted(r.items())) for r in expected]))
 
@@ -98,8 +100,8 @@ def test_suspect_mirrors_counts_host_pairs():
               duplicate_of_fp=100 + i, duplicate_of_host="site", duplicate_of_round=1)
          for i in range(4)] +
         [dict(fp=9, url="x/1", host="x", content_fp=9, duplicate_of="y/1", duplicate_of_fp=99,
-              duplicate_of_host="y", duplicate_of_round=1)], schema=cs.DUPLICATES)
-    assert cs.suspect_mirrors(d, min_pages=3) == [("mirror", "site", 4)]
+              duplicate_of_host="y", duplicate_of_round=1)], schema=contentseen_fingerprints.DUPLICATES)
+    assert contentseen_duplicates.suspect_mirrors(d, min_pages=3) == [("mirror", "site", 4)]
 
 
 # ---------------------------------------------------------------- near (LSH in Beam)
@@ -121,7 +123,7 @@ def _corpus(n, seed=5, near_share=0.1):
 
 def _table(fps, urls, rounds, sigs):
     return pa.table({"fp": pa.array(fps, pa.int64()), "url": pa.array(urls, pa.string()),
-                     "round": pa.array(rounds, pa.int32()), "minhash": cs.signature_column(sigs)})
+                     "round": pa.array(rounds, pa.int32()), "minhash": contentseen_fingerprints.signature_column(sigs)})
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +131,7 @@ def lsh_case(tmp_path_factory):
     """10 000 pages over two rounds as Parquet, and datasketch MinHashLSH's pairs."""
     from datasketch import LeanMinHash, MinHashLSH
     n = 10_000
-    sigs, has = cs.minhash_signatures(_corpus(n))
+    sigs, has = contentseen_fingerprints.minhash_signatures(_corpus(n))
     assert has.all()
     fps = np.arange(1, n + 1, dtype=np.int64) * 1000003
     rounds = np.repeat(np.arange(1, 3), n // 2).astype(np.int32)
@@ -145,7 +147,7 @@ def lsh_case(tmp_path_factory):
             pq.write_table(_table(fps[part], [urls[i] for i in part], rounds[part], sigs[part]), f)
             files[r].append(f)
     # datasketch, in memory: insert all, query each; pair (later, earlier) by (round, fp)
-    lsh = MinHashLSH(threshold=0.9, num_perm=128, params=cs.LSH_PARAMS)
+    lsh = MinHashLSH(threshold=0.9, num_perm=128, params=contentseen_fingerprints.LSH_PARAMS)
     mh = [LeanMinHash(seed=1, hashvalues=s, scheme="affine32") for s in sigs]
     for i in range(n):
         lsh.insert(i, mh[i])
@@ -172,7 +174,7 @@ def test_beam_banding_gives_datasketch_minhashlsh_pairs_on_10000_pages(lsh_case)
                         | f"Read{label}" >> ReadAllFromParquetBatched())
             inputs = {"new": read("New", files[rnd]), "old": read("Old", old_files)}
             for thr in (0.0, 0.9):
-                got = (inputs | f"Near{thr}" >> cs.NearDuplicates(threshold=0.9, min_jaccard=thr,
+                got = (inputs | f"Near{thr}" >> contentseen_step.NearDuplicates(threshold=0.9, min_jaccard=thr,
                                                                  buckets=8, max_group=0)
                        | f"Pair{thr}" >> beam.Map(lambda d: (d["fp"], d["of_fp"])))
                 want = sorted(k for k, j in pairs.items() if rank[k[0]] == rnd and j >= thr)
@@ -185,23 +187,24 @@ def test_two_phase_old_side_gives_datasketch_minhashlsh_pairs_on_10000_pages(lsh
     narrow columns, hit rows read wide): datasketch's pairs, from visited files with
     `lsh_keys` and from files written before the column (keys recomputed from minhash)."""
     from schemas import tables
-    from transforms import contentdedup as cd
-    from transforms.readparquet import ReadTables
+    from transforms.contentseen import oldside as contentseen_oldside
+    from transforms.contentseen import step as contentseen_step
+    from transforms.tableio.step import ReadTables
     files, pairs, rank = lsh_case
     keyed = []
     for f in files[1]:
         t = pq.read_table(f)
         keyed.append(str(tmp_path / f.rsplit("/", 1)[-1]))
-        pq.write_table(t.append_column("lsh_keys", cs.lsh_key_column(*cs.signatures_of(t.column("minhash")))),
+        pq.write_table(t.append_column("lsh_keys", contentseen_fingerprints.lsh_key_column(*contentseen_fingerprints.signatures_of(t.column("minhash")))),
                        keyed[-1])
     for label, old_files in (("legacy", files[1]), ("keyed", keyed)):
         with TestPipeline(runner="FnApiRunner") as p:
             new = p | "New" >> ReadTables(files[2], tables.VISITED)
-            old = p | "Old" >> ReadTables(old_files, tables.VISITED, cd.OLD_COLUMNS, with_positions=True)
-            hits = {"new": new, "old": old} | cd.OldHits(round_no=2, near=True, max_group=0)
+            old = p | "Old" >> ReadTables(old_files, tables.VISITED, contentseen_oldside.OLD_COLUMNS, with_positions=True)
+            hits = {"new": new, "old": old} | contentseen_step.OldHits(round_no=2, near=True, max_group=0)
             for thr in (0.0, 0.9):
                 got = ({"new": new, "old": hits["near"]}
-                       | f"Near{thr}" >> cs.NearDuplicates(threshold=0.9, min_jaccard=thr, buckets=8,
+                       | f"Near{thr}" >> contentseen_step.NearDuplicates(threshold=0.9, min_jaccard=thr, buckets=8,
                                                            max_group=0)
                        | f"Pair{thr}" >> beam.Map(lambda d: (d["fp"], d["of_fp"])))
                 want = sorted(k for k, j in pairs.items() if rank[k[0]] == 2 and j >= thr)
@@ -211,7 +214,7 @@ def test_two_phase_old_side_gives_datasketch_minhashlsh_pairs_on_10000_pages(lsh
 def test_old_side_without_url_names_the_first_by_fp():
     old = pages([dict(fp=50, url="old50", host="a", round=1, content_fp=7)]).select(["fp", "round", "content_fp"])
     new = pages([dict(fp=10, url="new10", host="m", round=2, content_fp=7)])
-    (row,) = cs.exact_duplicates(new, old, 2).to_pylist()
+    (row,) = contentseen_duplicates.exact_duplicates(new, old, 2).to_pylist()
     assert (row["duplicate_of"], row["duplicate_of_fp"]) == (None, 50)
 
 
@@ -219,14 +222,14 @@ def test_mirror_and_stats_transforms_count_a_round():
     d = pa.Table.from_pylist(
         [dict(fp=i, url=f"m/{i}", host="mirror", content_fp=i, duplicate_of=f"s/{i}",
               duplicate_of_fp=100 + i, duplicate_of_host="site", duplicate_of_round=1)
-         for i in range(5)], schema=cs.DUPLICATES)
-    near = [dict(zip(cs.NEAR_PAIRS, (1, "a", 2, 2, "b", 1, 0.95))),
-            dict(zip(cs.NEAR_PAIRS, (1, "a", 2, 3, "c", 1, 0.92)))]
+         for i in range(5)], schema=contentseen_fingerprints.DUPLICATES)
+    near = [dict(zip(contentseen_fingerprints.NEAR_PAIRS, (1, "a", 2, 2, "b", 1, 0.95))),
+            dict(zip(contentseen_fingerprints.NEAR_PAIRS, (1, "a", 2, 3, "c", 1, 0.92)))]
     with TestPipeline(runner="FnApiRunner") as p:
         dups = p | "D" >> beam.Create([d.slice(0, 2), d.slice(2)])
-        mirrors = dups | cs.SuspectMirrors(min_pages=3)
+        mirrors = dups | contentseen_step.SuspectMirrors(min_pages=3)
         assert_that(mirrors, equal_to([("mirror", "site", 5)]), label="Mirrors")
         stats = {"duplicates": dups, "near": p | "N" >> beam.Create(near),
-                 "mirrors": mirrors} | cs.ContentSeenStats()
+                 "mirrors": mirrors} | contentseen_step.ContentSeenStats()
         assert_that(stats, equal_to([{"exact_duplicates": 5, "near_duplicates": 1,
                                       "mirror_hosts_suspected": 1}]), label="Stats")

@@ -21,8 +21,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from transforms import contentseen as cs
-from transforms import parse as parse_mod
+from transforms.contentseen import duplicates as contentseen_duplicates
+from transforms.contentseen import fingerprints as contentseen_fingerprints
+from transforms.page import parse as parse_mod
 
 ROUNDS = 4
 NOW = 1769904000.0 + 3600.0
@@ -52,8 +53,8 @@ def _fetch_all(web):
             body = r.body if own == host else web.respond(own, target, {}, now=NOW).body
             key = ("near", int(web.dup_of[page]), re.sub(rb"<link rel=\"canonical\"[^>]*>", b"", body))
         rows.append(dict(url=url, host=host, page=page, key=key,
-                         content_fp=cs.body_fingerprint(r.body, url),
-                         text_fp=cs.text_fingerprint(text), text=text))
+                         content_fp=contentseen_fingerprints.body_fingerprint(r.body, url),
+                         text_fp=contentseen_fingerprints.text_fingerprint(text), text=text))
     return rows
 
 
@@ -85,7 +86,7 @@ def _exact_by_round(rows, key):
     for rnd in range(1, ROUNDS + 1):
         new = [r for r in rows if r["round"] == rnd]
         old = [r for r in rows if r["round"] < rnd]
-        d = cs.exact_duplicates(_table(new, ["fp", "url", "host", key]),
+        d = contentseen_duplicates.exact_duplicates(_table(new, ["fp", "url", "host", key]),
                                 _table(old, ["fp", "url", "host", "round", key]) if old else None,
                                 rnd, key)
         dups.append(d)
@@ -122,7 +123,7 @@ def test_exact_duplicates_find_mirror_hosts_and_never_flag_distinct_pages(medium
         print(f"mirror {m}: {len(mine)} pages, {share:.3f} flagged")
         assert share >= 0.99
     # and the round reports name them
-    suspected = {(a, b) for a, b, _ in cs.suspect_mirrors(dups, min_pages=3)}
+    suspected = {(a, b) for a, b, _ in contentseen_duplicates.suspect_mirrors(dups, min_pages=3)}
     origin = dict(zip(truth_hosts.column("host").to_pylist(), truth_hosts.column("mirror_of").to_pylist()))
     assert {frozenset(p) for p in suspected} == {frozenset((m, origin[m])) for m in mirrors}
 
@@ -132,27 +133,27 @@ def test_near_duplicates_precision_and_recall_on_planted_copies(medium):
     dups = _exact_by_round(rows, "content_fp")
     dup_urls = set(dups.column("url").to_pylist())
     reps = [r for r in rows if r["url"] not in dup_urls and r["text"]]
-    sigs, has = cs.minhash_signatures([r["text"] for r in reps])
+    sigs, has = contentseen_fingerprints.minhash_signatures([r["text"] for r in reps])
     group = {}
     for r in reps:
         i = r["page"]
         group[r["url"]] = int(web.dup_of[i]) if i >= 0 and web.dup_of[i] >= 0 else r["page_key"]
-    bands, rws = cs.LSH_PARAMS
+    bands, rws = contentseen_fingerprints.LSH_PARAMS
     found = set()
     for rnd in range(1, ROUNDS + 1):
         idx = [k for k, r in enumerate(reps) if r["round"] <= rnd and has[k]]
         sub = [reps[k] for k in idx]
         t = pa.table({"fp": [r["fp"] for r in sub], "url": [r["url"] for r in sub],
                       "round": pa.array([r["round"] for r in sub], pa.int32()),
-                      "minhash": cs.signature_column(sigs[idx])})
+                      "minhash": contentseen_fingerprints.signature_column(sigs[idx])})
         is_new = np.array([r["round"] == rnd for r in sub])
         new_t, old_t = t.filter(pa.array(is_new)), t.filter(pa.array(~is_new))
-        nb, keys = cs._band_rows(new_t, bands, rws, 128, True)
+        nb, keys = contentseen_duplicates._band_rows(new_t, bands, rws, 128, True)
         if nb is None:
             continue
-        ob, _ = cs._band_rows(old_t, bands, rws, 128, False, keep_keys=np.unique(keys)) \
+        ob, _ = contentseen_duplicates._band_rows(old_t, bands, rws, 128, False, keep_keys=np.unique(keys)) \
             if old_t.num_rows else (None, None)
-        for p in cs.candidate_pairs([nb, ob], bands, rws, 128, 0.9, cs.MAX_GROUP):
+        for p in contentseen_duplicates.candidate_pairs([nb, ob], bands, rws, 128, 0.9, contentseen_fingerprints.MAX_GROUP):
             found.add((p[1], p[4]))
     members = {}
     for r in reps:

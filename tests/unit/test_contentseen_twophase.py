@@ -13,19 +13,22 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.util import assert_that, equal_to
 
 from schemas import tables
-from transforms import contentdedup as cd
-from transforms import contentseen as cs
-from transforms import process, readparquet
-from transforms.readparquet import ReadTables
+from transforms.contentseen import step as contentseen_step
+from transforms.contentseen import oldside as contentseen_oldside
+from transforms.contentseen import fingerprints as contentseen_fingerprints
+from transforms.contentseen import duplicates as contentseen_duplicates
+from transforms.page import visited as process
+from transforms.tableio import files as readparquet
+from transforms.tableio.step import ReadTables
 
 ROUND = 4
 ROW_GROUP = 400
-BANDS, ROWS = cs.LSH_PARAMS
+BANDS, ROWS = contentseen_fingerprints.LSH_PARAMS
 
 
 def _near_copy(rng, sig, changed):
     s = sig.copy()
-    pos = rng.choice(cs.NUM_PERM, changed, replace=False)
+    pos = rng.choice(contentseen_fingerprints.NUM_PERM, changed, replace=False)
     s[pos] = rng.integers(0, 2**32, changed, dtype=np.uint32)
     return s
 
@@ -36,9 +39,9 @@ def _visited(fp, rnd, cfp, sigs, has, dup_of, with_keys=True):
     t = {"fp": pa.array(fp, pa.int64()), "url": [f"http://{h}/p/{int(f)}" for h, f in zip(hosts, fp)],
          "host": hosts, "round": pa.array(rnd, pa.int32()), "outcome": ["ok"] * n,
          "content_fp": pa.array(cfp, pa.int64()), "duplicate_of": pa.array(dup_of, pa.string()),
-         "minhash": cs.signature_column(sigs, has)}
+         "minhash": contentseen_fingerprints.signature_column(sigs, has)}
     if with_keys:   # as the round writes them: none for pages without minhash or duplicates
-        t["lsh_keys"] = cs.lsh_key_column(sigs, has & np.array([d is None for d in dup_of]))
+        t["lsh_keys"] = contentseen_fingerprints.lsh_key_column(sigs, has & np.array([d is None for d in dup_of]))
     return tables.conform(pa.table(t), tables.VISITED)
 
 
@@ -52,7 +55,7 @@ def crawl(tmp_path_factory):
     fp = rng.choice(2**62, n_old, replace=False).astype(np.int64) - 2**61
     rnd = np.repeat([1, 2, 3], n_old // 3).astype(np.int32)
     cfp = rng.integers(1, 2**62, n_old).astype(np.int64)
-    sigs = rng.integers(0, 2**32, (n_old, cs.NUM_PERM), dtype=np.uint32)
+    sigs = rng.integers(0, 2**32, (n_old, contentseen_fingerprints.NUM_PERM), dtype=np.uint32)
     has = rng.random(n_old) < 0.7
     soft404 = rng.choice(n_old, 200, replace=False)
     cfp[soft404] = 404
@@ -85,7 +88,7 @@ def crawl(tmp_path_factory):
     m = 600
     nfp = rng.choice(2**62, m, replace=False).astype(np.int64) + 2**61 // 3
     ncfp = rng.integers(1, 2**62, m).astype(np.int64)
-    nsig = rng.integers(0, 2**32, (m, cs.NUM_PERM), dtype=np.uint32)
+    nsig = rng.integers(0, 2**32, (m, contentseen_fingerprints.NUM_PERM), dtype=np.uint32)
     nhas = rng.random(m) < 0.8
     src = rng.choice(n_old, 60, replace=False)
     ncfp[:60], nsig[:60], nhas[:60] = cfp[src], sigs[src], has[src]               # exact copies
@@ -106,38 +109,38 @@ def dup_of_none(dup_of):
     return np.array([d is None for d in dup_of])
 
 
-def expected(old, new, max_group=cs.MAX_GROUP, mark=True):
+def expected(old, new, max_group=contentseen_fingerprints.MAX_GROUP, mark=True):
     """What ContentSeen and NearDuplicates give with the whole visited view (pure functions)."""
-    dups = cs.exact_duplicates(new, old, ROUND)
-    marked = cd.mark_duplicates(new, dict(zip(dups.column("fp").to_pylist(),
+    dups = contentseen_duplicates.exact_duplicates(new, old, ROUND)
+    marked = contentseen_oldside.mark_duplicates(new, dict(zip(dups.column("fp").to_pylist(),
                                               dups.column("duplicate_of").to_pylist()))
                                 if mark else {})
-    nb, keys = cs._band_rows(cd._not_duplicate(marked), BANDS, ROWS, cs.NUM_PERM, True)
-    ob, _ = cs._band_rows(cd._not_duplicate(old), BANDS, ROWS, cs.NUM_PERM, False,
+    nb, keys = contentseen_duplicates._band_rows(contentseen_oldside._not_duplicate(marked), BANDS, ROWS, contentseen_fingerprints.NUM_PERM, True)
+    ob, _ = contentseen_duplicates._band_rows(contentseen_oldside._not_duplicate(old), BANDS, ROWS, contentseen_fingerprints.NUM_PERM, False,
                           keep_keys=np.unique(keys))
-    near = set(cs.candidate_pairs([nb, ob], BANDS, ROWS, cs.NUM_PERM, 0.9, max_group))
+    near = set(contentseen_duplicates.candidate_pairs([nb, ob], BANDS, ROWS, contentseen_fingerprints.NUM_PERM, 0.9, max_group))
     return sorted(zip(dups.column("fp").to_pylist(), dups.column("duplicate_of").to_pylist())), sorted(near)
 
 
 def run_round(files, new, max_group=None):
     """The round's content-seen over `files` as the visited view; (dups, near, metrics)."""
     p = beam.Pipeline(runner=FnApiRunner())
-    old = p | "ReadVisited" >> ReadTables(files, tables.VISITED, cd.OLD_COLUMNS, with_positions=True)
+    old = p | "ReadVisited" >> ReadTables(files, tables.VISITED, contentseen_oldside.OLD_COLUMNS, with_positions=True)
     visited = p | "New" >> beam.Create([new.slice(0, 250), new.slice(250)], reshuffle=False)
     if max_group is None:
         empty = lambda label: p | label >> beam.Create([], reshuffle=False)
         out = ({"visited": visited, "links": empty("Links"), "pages": empty("Pages"), "old": old}
-               | cd.ApplyContentSeen(ROUND, False, 0.9))
+               | contentseen_step.ApplyContentSeen(ROUND, False, 0.9))
         dups = out["visited"] | beam.FlatMap(lambda t: [
             (r["fp"], r["duplicate_of"]) for r in t.select(["fp", "duplicate_of"]).to_pylist()
             if r["duplicate_of"] is not None])
         near = out["near"] | beam.FlatMap(lambda t: [tuple(r.values()) for r in t.to_pylist()])
     else:
-        hits = {"new": visited, "old": old} | cd.OldHits(ROUND, True, max_group)
+        hits = {"new": visited, "old": old} | contentseen_step.OldHits(ROUND, True, max_group)
         dups = None
-        near = ({"new": visited | beam.Map(cd._not_duplicate), "old": hits["near"]}
-                | cs.NearDuplicates(max_group=max_group)
-                | beam.Map(lambda d: tuple(d[c] for c in cs.NEAR_PAIRS)))
+        near = ({"new": visited | beam.Map(contentseen_oldside._not_duplicate), "old": hits["near"]}
+                | contentseen_step.NearDuplicates(max_group=max_group)
+                | beam.Map(lambda d: tuple(d[c] for c in contentseen_fingerprints.NEAR_PAIRS)))
     return p, dups, near
 
 
@@ -199,11 +202,11 @@ def test_row_groups_without_hits_are_never_read_wide(crawl, tmp_path):
         "url": pa.array([[1]] * n, pa.list_(pa.int64())), "host": pa.array([[2]] * n, pa.list_(pa.int64())),
         "round": pa.array(np.ones(n, np.int32)), "content_fp": pa.array(rng.integers(1, 2**62, n), pa.int64()),
         "minhash": pa.array(["x"] * n), "duplicate_of": pa.array([[3]] * n, pa.list_(pa.int64())),
-        "lsh_keys": cs.lsh_key_column(rng.integers(0, 2**32, (n, cs.NUM_PERM), dtype=np.uint32))})
+        "lsh_keys": contentseen_fingerprints.lsh_key_column(rng.integers(0, 2**32, (n, contentseen_fingerprints.NUM_PERM), dtype=np.uint32))})
     f = str(tmp_path / "poison.parquet")
     pq.write_table(poison, f, row_group_size=ROW_GROUP)
     with pytest.raises(ValueError):
-        readparquet.read_row_group(f, 0, tables.VISITED, cd.EXACT_COLUMNS)
+        readparquet.read_row_group(f, 0, tables.VISITED, contentseen_oldside.EXACT_COLUMNS)
     want_dups, want_near = expected(crawl["old"], crawl["new"])
     c = _check(crawl["files"] + [f], crawl["new"], want_dups, want_near)
     groups = sum(pq.ParquetFile(x).num_row_groups for x in crawl["files"])
@@ -217,15 +220,15 @@ def test_visited_table_stores_the_band_keys_of_its_minhash():
             dict(fp=2, url="http://a.example/r", outcome="redirect"),
             dict(fp=3, url="http://a.example/s", outcome="ok", **{process.TEXT_FOR_MINHASH: "too short"})]
     t = process.visited_table(rows)
-    sigs, valid = cs.signatures_of(t.column("minhash"))
+    sigs, valid = contentseen_fingerprints.signatures_of(t.column("minhash"))
     assert valid.tolist() == [True, False, False]
     keys = t.column("lsh_keys").to_pylist()
-    assert keys[0] == cs.band_keys(sigs[:1], BANDS, ROWS)[0].tolist() and keys[1:] == [[], []]
+    assert keys[0] == contentseen_fingerprints.band_keys(sigs[:1], BANDS, ROWS)[0].tolist() and keys[1:] == [[], []]
 
 
 def test_an_exact_duplicate_keeps_no_band_keys():
     t = _visited(np.array([1, 2]), np.array([4, 4]), np.array([5, 6]),
-                 np.zeros((2, cs.NUM_PERM), np.uint32), np.array([True, True]), [None, None])
-    marked = cd.mark_duplicates(t, {2: "http://first/"})
+                 np.zeros((2, contentseen_fingerprints.NUM_PERM), np.uint32), np.array([True, True]), [None, None])
+    marked = contentseen_oldside.mark_duplicates(t, {2: "http://first/"})
     assert [len(k) for k in marked.column("lsh_keys").to_pylist()] == [BANDS, 0]
     assert marked.column("outcome").to_pylist() == ["ok", tables.DUPLICATE]

@@ -5,7 +5,7 @@
 Targets that do not hold on this graph are strict xfails carrying the measured reason:
 if a change to the strategies makes one hold, the xfail turns into a failure and the
 marker must go. The graph is not tuned to make any of them hold (see
-strategies/bench_targets.py for the figures and diagnostics).
+benchmarks/bench_targets.py for the figures and diagnostics).
 """
 import pytest
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.bench
 def report(request):
     if "bench" not in (request.config.option.markexpr or ""):
         pytest.skip("benchmark: select with -m bench")
-    from strategies.bench_targets import run
+    from benchmarks.bench_targets import run
     return run(pages=100_000, graph_seed=0, log=print)
 
 

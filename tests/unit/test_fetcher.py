@@ -1,4 +1,4 @@
-"""HostFetcher / fetch_hosts against loopback servers started here (bounded in time)."""
+"""HostFetcher and the fetch step's FetchHosts against loopback servers started here (bounded in time)."""
 import gzip
 import pickle
 import ssl
@@ -12,11 +12,13 @@ from schemas import tables
 from schemas.tables import FORBIDDEN_ADDRESS, HTTP_ERROR, NOT_MODIFIED, OK, REDIRECT
 from tests.unit.httpfixtures import (LocalServer, loopback_config, page, raw_body, reset_mid_body,
                                      self_signed_cert, sequence, status, streamed, trickle)
-from transforms import fetcher as fetchermod
-from transforms.fetcher import (TRANSIENT, FetchConfig, FetchRequest, HostFetcher, HostState,
-                                fetch_hosts, media_type, parse_retry_after)
-from transforms.httpbody import BoundedDecoder, decompress_bounded
-from transforms.netguard import Resolver
+from transforms.fetch.httpbody import parse_content_encoding
+from transforms.fetch.records import TRANSIENT, FetchConfig, FetchRequest, HostState
+from transforms.fetch.step import FetchHosts
+from transforms.fetch.hostfetcher import HostFetcher
+from transforms.fetch.connection import media_type, parse_retry_after
+from transforms.fetch.httpbody import BoundedDecoder, decompress_bounded
+from transforms.fetch.netguard import Resolver
 
 NO_ROBOTS = {"/robots.txt": status(404)}
 
@@ -262,7 +264,7 @@ def test_bounded_decoder_encodings(enc):
     data = b"abc" * 10000
     comp = {"deflate": zlib.compress(data), "br": brotli.compress(data),
             "gzip, br": brotli.compress(gzip.compress(data)), "x-gzip": gzip.compress(data)}[enc]
-    tokens = fetchermod.parse_content_encoding(enc)
+    tokens = parse_content_encoding(enc)
     assert decompress_bounded(comp, tokens, 10 ** 6) == (data, False)
     assert decompress_bounded(comp, tokens, 100) == (data[:100], True)
     raw_deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
@@ -359,6 +361,32 @@ def test_parse_retry_after():
 
 # ----------------------------------------------------------------- many hosts, state
 
+def fetch_hosts(jobs, cfg, max_workers):
+    """Run the round's FetchHosts DoFn (outside a runner) over (host, requests, state) jobs;
+    returns (host, results as page dicts, new host row) per host, as the pipeline gets them."""
+    import apache_beam as beam
+    fn = FetchHosts(cfg, threads=max_workers, sitemaps=False)
+    fn.setup()
+    fn.start_bundle()
+    out = []
+    try:
+        for host, reqs, state in jobs:
+            rows = pa.Table.from_pylist([{"url": r.url, "fp": r.fp} for r in reqs])
+            out.extend(fn.process((host, {"urls": [rows], "state": [state.to_row()] if state else []})))
+        out.extend(v.value if hasattr(v, "windows") else v for v in fn.finish_bundle())
+    finally:
+        fn.teardown()
+    pages, hosts = {}, []
+    for item in out:
+        if isinstance(item, beam.pvalue.TaggedOutput):
+            if item.tag == "hosts":
+                value = item.value.value if hasattr(item.value, "windows") else item.value
+                hosts.append(value)
+            continue
+        pages.setdefault(item["url"].split("/")[2], []).append(item)
+    return [(h["host"], sorted(pages.get(h["host"], []), key=lambda p: p["fp"]), h) for h in hosts]
+
+
 def test_fetch_hosts_one_host_exception_does_not_lose_others(monkeypatch):
     with LocalServer({**NO_ROBOTS, "*": page(b"ok")}) as srv:
         names = {f"h{i}.test": srv for i in range(4)}
@@ -383,13 +411,14 @@ def test_fetch_hosts_one_host_exception_does_not_lose_others(monkeypatch):
                 for n in names]
         out = {h.split(":")[0]: (res, st) for h, res, st in fetch_hosts(iter(jobs), cfg, max_workers=2)}
     assert set(out) == set(names)
-    assert [r.outcome for r in out["h0.test"][0]] == [OK] * 4
-    assert [r.outcome for r in out["h3.test"][0]] == [OK] * 4
+    assert [r["outcome"] for r in out["h0.test"][0]] == [OK] * 4
+    assert [r["outcome"] for r in out["h3.test"][0]] == [OK] * 4
     h1 = out["h1.test"][0]
-    assert [r.outcome for r in h1[:2]] == [OK, OK]
-    assert all(r.outcome == TRANSIENT and r.reason.startswith("internal_error: RuntimeError: boom") for r in h1[2:])
-    assert all(r.reason.startswith("internal_error: MemoryError") for r in out["h2.test"][0])
-    assert [r.fp for r in out["h2.test"][0]] == [0, 1, 2, 3]
+    assert [r["outcome"] for r in h1[:2]] == [OK, OK]
+    assert all(r["outcome"] == TRANSIENT and r["reason"].startswith("internal_error: RuntimeError: boom")
+               for r in h1[2:])
+    assert all(r["reason"].startswith("internal_error: MemoryError") for r in out["h2.test"][0])
+    assert [r["fp"] for r in out["h2.test"][0]] == [0, 1, 2, 3]
 
 
 def test_fetch_hosts_runs_hosts_concurrently():
@@ -401,7 +430,7 @@ def test_fetch_hosts_runs_hosts_concurrently():
         t0 = time.monotonic()
         out = list(fetch_hosts(jobs, cfg, max_workers=6))
         took = time.monotonic() - t0
-    assert len(out) == 6 and all(r.outcome == OK for _, res, _ in out for r in res)
+    assert len(out) == 6 and all(r["outcome"] == OK for _, res, _ in out for r in res)
     assert took < 6 * 0.6          # sequential would be >= 6 * 0.6 s
 
 

@@ -2,7 +2,7 @@
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from transforms.fpsets import FpIndex, member, sorted_unique
+from transforms.urls.fpsets import FpIndex, member, sorted_unique
 
 I64 = st.integers(min_value=-2**63, max_value=2**63 - 1)
 

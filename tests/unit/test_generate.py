@@ -6,7 +6,8 @@ from apache_beam.testing.util import assert_that, equal_to
 import apache_beam as beam
 
 from tests.unit.frontier_rows import frontier
-from transforms import generate
+from transforms.generate import select as generate_select
+from transforms.generate import step as generate_step
 
 
 def _table(n_hosts=5, per_host=20, seed=0):
@@ -31,21 +32,21 @@ def _brute_force(table, k, cap):
 
 
 def test_rank_within_group():
-    assert generate.rank_within_group(np.array([3, 1, 3, 3, 1])).tolist() == [0, 0, 1, 2, 1]
+    assert generate_select.rank_within_group(np.array([3, 1, 3, 3, 1])).tolist() == [0, 0, 1, 2, 1]
 
 
 @pytest.mark.parametrize("k,cap", [(10, 3), (7, 100), (100, 2), (1, 1)])
 def test_select_is_top_k_with_host_cap(k, cap):
     t = _table()
-    got = generate.select(t, k, cap).column("fp").to_pylist()
+    got = generate_select.select(t, k, cap).column("fp").to_pylist()
     assert got == _brute_force(t, k, cap)
 
 
 def test_selecting_from_batch_selections_equals_global_selection():
     t = _table(n_hosts=7, per_host=30, seed=3)
     k, cap = 25, 4
-    parts = [generate.select(t.slice(i, 37), k, cap) for i in range(0, t.num_rows, 37)]
-    merged = generate.select(pa.concat_tables(parts), k, cap)
+    parts = [generate_select.select(t.slice(i, 37), k, cap) for i in range(0, t.num_rows, 37)]
+    merged = generate_select.select(pa.concat_tables(parts), k, cap)
     assert merged.column("fp").to_pylist() == _brute_force(t, k, cap)
 
 
@@ -53,8 +54,8 @@ def test_backed_off_and_too_deep_urls_are_not_due():
     t = frontier([dict(fp=1, url="http://a/1", host="a", not_before=50.0),
                   dict(fp=2, url="http://a/2", host="a", depth=9),
                   dict(fp=3, url="http://a/3", host="a")])
-    assert generate.due_mask(t, now=10.0, max_depth=5).tolist() == [False, False, True]
-    assert generate.due_mask(t, now=60.0, max_depth=0).tolist() == [True, True, True]
+    assert generate_select.due_mask(t, now=10.0, max_depth=5).tolist() == [False, False, True]
+    assert generate_select.due_mask(t, now=60.0, max_depth=0).tolist() == [True, True, True]
 
 
 def test_generate_emits_one_element_per_host_with_its_urls():
@@ -66,6 +67,6 @@ def test_generate_emits_one_element_per_host_with_its_urls():
         expected.setdefault(host, set()).add(fp)
     with TestPipeline(runner="FnApiRunner") as p:
         out = (p | beam.Create([t.slice(0, 17), t.slice(17)])
-               | generate.Generate(now=0.0, max_pages=k, max_per_host=cap)
+               | generate_step.Generate(now=0.0, max_pages=k, max_per_host=cap)
                | beam.MapTuple(lambda h, tab: (h, sorted(tab.column("fp").to_pylist()))))
         assert_that(out, equal_to([(h, sorted(v)) for h, v in expected.items()]))

@@ -4,8 +4,7 @@ import socket
 
 import pytest
 
-from transforms.netguard import (AddressGuard, ResolveError, Resolver, parse_resolve_entries,
-                                 parse_resolve_text, read_resolve_file, resolve_tuples)
+from transforms.fetch.netguard import AddressGuard, ResolveError, Resolver, parse_resolve_entries, parse_resolve_text, read_resolve_file, resolve_tuples
 
 REFUSED_BY_DEFAULT = {
     "127.0.0.1": "loopback",

@@ -6,7 +6,8 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that
 
 from strategies.graph import pagerank
-from transforms.pagerank import PageRank, RanksToTables, chunk_edges
+from transforms.score.step import PageRank, RanksToTables
+from transforms.score.pagerankblocks import chunk_edges
 
 
 def _graph(n=400, m=2400, seed=0):

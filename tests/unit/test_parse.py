@@ -7,9 +7,9 @@ import zlib
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from transforms.charset import codec_for_label
-from transforms.parse import ParsedPage, decode_body, looks_binary, parse_html, refresh_target
-from transforms.urls import normalize
+from transforms.page.charset import codec_for_label
+from transforms.page.parse import ParsedPage, decode_body, looks_binary, parse_html, refresh_target
+from transforms.urls.canonical import normalize
 
 PAGE = "http://www.example.com/dir/page.html"
 

@@ -7,7 +7,9 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from schemas import tables
-from transforms.readparquet import ParquetReadError, ReadTables, read_row_group
+from schemas.tables import ParquetReadError
+from transforms.tableio.step import ReadTables
+from transforms.tableio.files import read_row_group
 
 
 def _filtered(n, start=0):

@@ -5,8 +5,9 @@ import pytest
 
 from schemas.tables import OK, ROBOTS_DENIED
 from tests.unit.httpfixtures import LocalServer, hang, loopback_config, page, status, trickle
-from transforms.fetcher import TRANSIENT, FetchRequest, HostFetcher, HostState
-from transforms.robots import RobotsPolicy, decode_robots, product_token
+from transforms.fetch.records import TRANSIENT, FetchRequest, HostState
+from transforms.fetch.hostfetcher import HostFetcher
+from transforms.fetch.robots import RobotsPolicy, decode_robots, product_token
 
 UA = "beamcrawl/0.1 (+https://github.com/beamcrawl/beamcrawl)"
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pyarrow as pa
 
-from pipelines import scoring
+from transforms.score import opicstate as scoring
 from schemas import tables
 from tests.unit.frontier_rows import frontier
 

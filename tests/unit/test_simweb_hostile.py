@@ -1,6 +1,4 @@
 """Hostile hosts misbehave as specified and stop by themselves (every loop here is bounded)."""
-import gzip
-import socket
 import time
 import zlib
 

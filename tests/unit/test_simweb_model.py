@@ -6,7 +6,7 @@ import pytest
 
 from tests.simweb import build_web, load_config
 from tests.simweb.deepweb import CITIES, query
-from tests.simweb.model import HTML, REDIRECT, SECTIONS
+from tests.simweb.model import HTML, SECTIONS
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ import gzip
 import time
 
 import pytest
-import requests
 
 from tests.simweb import SimClock, SimWebServer, build_web
 from tests.simweb.model import ENCODING_NAMES, HTML

@@ -2,7 +2,7 @@
 import gzip
 import zlib
 
-from transforms.sitemaps import parse_lastmod, parse_sitemap
+from transforms.page.sitemaps import parse_lastmod, parse_sitemap
 
 URLSET = b"""<?xml version="1.0" encoding="UTF-8"?>
 <urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">

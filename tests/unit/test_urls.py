@@ -8,10 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from transforms.urls import (
-    DEFAULT_DENY_EXTENSIONS, REASONS, UrlFilter, classify, fingerprint, fingerprints,
-    host_key, normalize, resolve, resolve_many,
-)
+from transforms.urls.scope import DEFAULT_DENY_EXTENSIONS, REASONS, UrlFilter
+from transforms.urls.canonical import classify, fingerprint, fingerprints, host_key, normalize, resolve, resolve_many
 
 DATA = Path(__file__).parent / "data" / "urls"
 
@@ -139,7 +137,7 @@ def _documented_deviation(whatwg_href):
     netloc = p.netloc.rpartition("@")[2]
     path, query = p.path, p.query
     if "%" in path + query:
-        from transforms.urls import _fix_percent
+        from transforms.urls.canonical import _fix_percent
         path, query = _fix_percent(path), _fix_percent(query)
     return f"{p.scheme}://{netloc}{path}" + (f"?{query}" if query else "")
 

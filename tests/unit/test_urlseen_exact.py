@@ -9,7 +9,7 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from schemas import tables
-from transforms import seen
+from transforms.urlseen import step as urlseen_step
 
 
 def _inputs(seed=1, n_visited=40_000, n_links=12_000):
@@ -35,10 +35,10 @@ def _inputs(seed=1, n_visited=40_000, n_links=12_000):
         "dst_fp": dst, "dst": [f"u{x}" for x in dst.tolist()], "host": ["h"] * len(dst),
         "depth": pa.array(rng.integers(1, 5, len(dst)).astype(np.int32)), "src_fp": src,
         "src": [f"u{x}" for x in src.tolist()], "anchor": [f"a{x % 7}" for x in src.tolist()],
-        "source": ["link"] * len(dst)}), seen.CANDIDATES)
+        "source": ["link"] * len(dst)}), tables.CANDIDATES)
     xf = np.concatenate([rng.choice(fresh, 800), rng.choice(visited, 200), rng.integers(1, 10**15, 500)])
     X = tables.conform(pa.table({"fp": xf, "url": [f"x{x}" for x in xf.tolist()],
-                                 "reason": ["depth"] * len(xf)}), seen.FILTERED_CANDIDATES)
+                                 "reason": ["depth"] * len(xf)}), tables.FILTERED_CANDIDATES)
     return F, pa.table({"fp": visited}), pa.table({"fp": filtered_fps}), R, C, X
 
 
@@ -87,10 +87,10 @@ def test_url_seen_is_set_equal_to_duckdb_anti_joins_on_50k_random_inputs(tmp_pat
         out = {
             "frontier": read("F", files("F", F), tables.FRONTIER),
             "seen": read("S", files("S", V, Xseen, row_group=10_000), pa.schema([("fp", pa.int64())])),
-            "results": read("R", files("R", R), seen.RESULTS),
-            "candidates": read("C", files("C", C, row_group=2500), seen.CANDIDATES),
-            "filtered": read("X", files("X", X, row_group=1000), seen.FILTERED_CANDIDATES),
-        } | seen.UrlSeen(buckets=7, round_no=3)
+            "results": read("R", files("R", R), tables.RESULTS),
+            "candidates": read("C", files("C", C, row_group=2500), tables.CANDIDATES),
+            "filtered": read("X", files("X", X, row_group=1000), tables.FILTERED_CANDIDATES),
+        } | urlseen_step.UrlSeen(buckets=7, round_no=3)
         assert_that(out["frontier"] | "Fps" >> beam.FlatMap(lambda t: t.column("fp").to_pylist()),
                     equal_to(want_frontier), label="FrontierEqual")
         assert_that(out["frontier"] | "NewInlinks" >> beam.FlatMap(

@@ -8,7 +8,7 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
 from pipelines.report import beam_metrics
 from schemas import tables
-from transforms import write
+from transforms.tableio import step as write
 
 
 def _part(start, n):

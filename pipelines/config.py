@@ -1,0 +1,174 @@
+"""One frozen, typed config per round, built once from the effective settings.
+
+The settings (flags > crawl.json defaults > built-in defaults; see pipelines.options) are a
+flat dict of validated values. `RoundConfig.build` turns them into the typed objects each
+step takes, so a step receives the part it needs and never a raw dict:
+
+    generate     GenerateConfig   (transforms.generate)
+    fetch        FetchConfig      (transforms.fetch.records) + fetch_threads, sitemaps
+    scope        UrlFilter        (transforms.urls.scope)
+    page         PageConfig       (transforms.page.fate)
+    contentseen  ContentSeenConfig
+    score        ScoreConfig      (the ordering strategy object and the PageRank path)
+
+A setting that cannot become its typed object (a bad regex, CIDR, resolve entry or
+strategy) raises ConfigError naming the flag, before anything is written.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from strategies.ordering import get_ordering
+from transforms.fetch import netguard
+from transforms.fetch.records import FetchConfig
+from transforms.page.fate import PageConfig
+from transforms.urls.scope import UrlFilter
+
+
+class ConfigError(ValueError):
+    """A setting's value is unusable; the message names the flag and what to do."""
+
+
+def csv(value) -> tuple:
+    """A comma-separated setting as a tuple of stripped items; '' or None gives ()."""
+    if value is None:
+        return ()
+    if isinstance(value, (list, tuple)):
+        return tuple(item for v in value for item in csv(v))
+    return tuple(v.strip() for v in str(value).split(",") if v.strip())
+
+
+@dataclass(frozen=True)
+class GenerateConfig:
+    max_pages: int
+    max_per_host: int
+    max_depth: int
+
+
+@dataclass(frozen=True)
+class ContentSeenConfig:
+    expand_duplicates: bool
+    near_threshold: float
+
+
+@dataclass(frozen=True)
+class ScoreConfig:
+    ordering: object            # a strategies.ordering.Ordering
+    pagerank_path: str          # memory | beam | auto
+    pagerank_beam_edges: int
+    pagerank_iterations: int
+
+
+def url_filter(s) -> UrlFilter:
+    kwargs = dict(
+        allow_hosts=tuple(h.lower() for h in csv(s["allow_hosts"])),
+        allow_domains=tuple(d.lower() for d in csv(s["allow_domains"])),
+        url_regex_allow=csv(s["url_regex_allow"]),
+        url_regex_deny=csv(s["url_regex_deny"]),
+        max_url_length=int(s["max_url_length"]),
+        max_depth=int(s["max_depth"]) or None,
+    )
+    for flag in ("url_regex_allow", "url_regex_deny"):
+        for pattern in kwargs[flag]:
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                raise ConfigError(f"--{flag}: {pattern!r} is not a valid regular expression ({e})") from None
+    if s.get("deny_extensions") is not None:
+        kwargs["deny_extensions"] = tuple(e.lower().lstrip(".") for e in csv(s["deny_extensions"]))
+    return UrlFilter(**kwargs)
+
+
+def resolve_entries(s) -> tuple:
+    """The resolver override: --resolve entries plus the lines of --resolve_file."""
+    entries = list(csv(s["resolve"]))
+    try:
+        mapping = netguard.parse_resolve_entries(entries) if entries else {}
+    except ValueError as e:
+        raise ConfigError(f"--resolve: {e}; expected HOST:PORT:ADDR[,HOST:PORT:ADDR...]") from None
+    if s.get("resolve_file"):
+        try:
+            mapping.update(netguard.read_resolve_file(s["resolve_file"]))
+        except (OSError, ValueError) as e:
+            raise ConfigError(f"--resolve_file {s['resolve_file']}: {e}") from None
+    return tuple(sorted((h, p, a) for (h, p), a in mapping.items()))
+
+
+def fetch_config(s) -> FetchConfig:
+    try:
+        return FetchConfig(
+            user_agent=s["user_agent"], delay_per_host=float(s["delay_per_host"]),
+            connect_timeout=float(s["connect_timeout"]), read_timeout=float(s["read_timeout"]),
+            deadline=float(s["deadline"]), max_body=int(s["max_body"]),
+            max_redirects=int(s["max_redirects"]), max_crawl_delay=float(s["max_crawl_delay"]),
+            robots_ttl=float(s["robots_ttl"]), obey_robots=bool(s["obey_robots"]),
+            allow_loopback=bool(s["allow_loopback"]), deny_addresses=csv(s["deny_addresses"]),
+            resolve=resolve_entries(s))
+    except ConfigError:
+        raise
+    except ValueError as e:   # FetchConfig checks the user agent and the CIDRs
+        text = str(e)
+        flag = "--user_agent" if "agent" in text.lower() or "token" in text.lower() else "--deny_addresses"
+        raise ConfigError(f"{flag}: {text}") from None
+
+
+def _param_value(text):
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False, "none": None}.get(text.lower(), text)
+
+
+def ordering(s):
+    """The strategy object named by --strategy, with its --strategy_params."""
+    params = {}
+    for item in csv(s["strategy_params"]):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--strategy_params: {item!r} is not KEY=VALUE")
+        params[key.strip()] = _param_value(value.strip())
+    try:
+        return get_ordering(s["strategy"], **params)
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"--strategy {s['strategy']}: {e}") from None
+
+
+@dataclass(frozen=True)
+class RoundConfig:
+    round_no: int
+    now: float
+    generate: GenerateConfig
+    fetch: FetchConfig
+    fetch_threads: int
+    sitemaps: bool
+    scope: UrlFilter
+    page: PageConfig
+    contentseen: ContentSeenConfig
+    score: ScoreConfig
+
+    @classmethod
+    def build(cls, settings, round_no=0, now=0.0) -> "RoundConfig":
+        s = settings
+        if s["pagerank_path"] not in ("auto", "memory", "beam"):
+            raise ConfigError(f"--pagerank_path must be auto, memory or beam, not {s['pagerank_path']!r}")
+        scope = url_filter(s)
+        near = float(s["near_duplicates"] or 0)
+        return cls(
+            round_no=round_no, now=now,
+            generate=GenerateConfig(int(s["max_pages"]), int(s["max_per_host"]), int(s["max_depth"])),
+            fetch=fetch_config(s), fetch_threads=int(s["fetch_threads"]), sitemaps=bool(s["sitemaps"]),
+            scope=scope,
+            page=PageConfig(round_no=round_no, now=now, url_filter=scope,
+                            max_retries=int(s["max_retries"]), retry_backoff=float(s["retry_backoff"]),
+                            max_redirects=int(s["max_redirects"]),
+                            honour_nofollow=bool(s["honour_nofollow"]),
+                            ignore_meta_nofollow=bool(s["ignore_meta_nofollow"]),
+                            ignore_meta_noindex=bool(s["ignore_meta_noindex"]),
+                            store_pages=bool(s["store_pages"]), minhash=near > 0),
+            contentseen=ContentSeenConfig(bool(s["expand_duplicates"]), near),
+            score=ScoreConfig(ordering(s), s["pagerank_path"], int(s["pagerank_beam_edges"]),
+                              int(s["pagerank_iterations"])),
+        )

@@ -1,0 +1,168 @@
+"""The round's pipeline, wired in the loop's order (see README's map and DESIGN.md):
+
+    frontier(N-1) -> Generate -> Fetch -> ProcessPages -> ApplyContentSeen
+                  -> UrlSeen (+ visited/filtered views) -> Score -> write round N
+
+`plan_round` checks the committed inputs before anything is written; `build_round` wires
+the steps onto a pipeline. Each step takes its part of the typed `RoundConfig`.
+"""
+import math
+
+import apache_beam as beam
+import pyarrow as pa
+
+from pipelines import report as report_mod
+from pipelines.runner import spreads_files
+from schemas import tables
+from transforms.contentseen.oldside import OLD_COLUMNS
+from transforms.contentseen.step import ApplyContentSeen
+from transforms.fetch.step import Fetch
+from transforms.generate.select import due_mask
+from transforms.generate.step import Generate
+from transforms.page.step import ProcessPages
+from transforms.score.modes import LocalScore, scores_per_row, uses_beam_pagerank
+from transforms.score.step import ScoreByBeamPageRank, ScoreWholeFrontier
+from transforms.tableio.step import ReadTables, WriteStats, WriteTable, sum_dicts
+from transforms.urlseen.candidates import candidates_and_edges, filtered_table
+from transforms.urlseen.step import UrlSeen
+
+BUCKET_ROWS = 200_000   # target rows per URL-seen bucket (frontier + seen)
+MIN_BUCKETS = 4
+VISITED_ROW_GROUP = 16 * 1024   # rows; see contentseen's phase 2 (bench_contentseen)
+INPUT_TABLES = ("frontier", "visited", "filtered", "hosts", "opic", "links")
+
+
+def plan_round(crawl, prev):
+    """The input files of a round after `prev`, each checked, and their row counts.
+
+    Runs before anything is written, so a damaged crawl directory stops the round with
+    a CrawlStateError naming the file, and nothing is overwritten.
+    """
+    files = {name: (crawl.table_files(name, prev) if prev is not None else []) for name in INPUT_TABLES}
+    rows = {name: crawl.validate_files(name, f) for name, f in files.items()}
+    return files, rows
+
+
+def _read(p, label, files, schema, columns=None, with_positions=False):
+    return p | f"Read{label}" >> ReadTables(files, schema, columns, with_positions,
+                                            reshuffle=spreads_files(p))
+
+
+def _schedulable(table, now, max_depth):
+    """Per-host count of frontier rows the next generate could pick."""
+    due = table.filter(pa.array(due_mask(table, now, max_depth)))
+    if due.num_rows == 0:
+        return {}
+    g = due.group_by("host").aggregate([("fp", "count")])
+    return dict(zip(g.column("host").to_pylist(), g.column("fp_count").to_pylist()))
+
+
+def _pending(per_host, cap, k):
+    return {"pending": min(k, sum(min(c, cap) for c in per_host.values()))}
+
+
+def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True):
+    """Wire round `cfg.round_no`'s pipeline onto `p`; its outputs go to rounds/N/.
+
+    `cfg`: the round's RoundConfig; `plan`: plan_round's (files, rows) of the committed
+    inputs; `seeds`: candidates bundles to inject; `do_fetch` False for an inject round.
+    """
+    files, rows = plan
+    round_no, gen = cfg.round_no, cfg.generate
+    out = lambda table: crawl.table_prefix(round_no, table)   # noqa: E731
+    buckets = max(MIN_BUCKETS, math.ceil((rows["frontier"] + rows["visited"] + rows["filtered"])
+                                         / BUCKET_ROWS))
+
+    frontier = _read(p, "Frontier", files["frontier"], tables.FRONTIER)
+    visited_view = _read(p, "Visited", files["visited"], tables.VISITED, OLD_COLUMNS,
+                         with_positions=True)
+    # URL-seen reads the fp column of these files itself, inside its map-side probe
+    seen_files = p | "SeenFiles" >> beam.Create(files["visited"] + files["filtered"],
+                                                reshuffle=spreads_files(p))
+    hosts = _read(p, "Hosts", files["hosts"], tables.HOSTS)
+    stats = []
+
+    if do_fetch:
+        # Generate: the top max_pages due URLs by score, at most max_per_host per host
+        fetch_list = frontier | "Generate" >> Generate(cfg.now, gen.max_pages, gen.max_per_host,
+                                                       gen.max_depth)
+        # Fetch: one element per host, each host sequentially with its delay
+        fetched = {"fetch_list": fetch_list, "hosts": hosts} | "Fetch" >> Fetch(
+            cfg.fetch, cfg.fetch_threads, cfg.sitemaps, cfg.scope)
+        # Page: each fetched page's fate (visited row, links, filtered, stored body)
+        paged = ({"pages": fetched["pages"], "bundles": fetched["sitemaps"], "results": fetched["results"]}
+                 | "ProcessPages" >> ProcessPages(cfg.page))
+        # Content-seen: exact and near duplicates against every committed round
+        content = ({"visited": paged["visited"], "links": paged["links"], "pages": paged["pages"],
+                    "old": visited_view}
+                   | "ContentSeen" >> ApplyContentSeen(
+                       round_no, cfg.contentseen.expand_duplicates, cfg.contentseen.near_threshold))
+        result_tables, link_bundles, new_hosts = paged["results"], content["links"], fetched["hosts"]
+        filtered_bundles = ((paged["filtered"], fetched["filtered"])
+                            | "AllFilteredBundles" >> beam.Flatten())
+        visited_fps = content["visited"] | "VisitedFps" >> beam.Map(lambda t: t.select(["fp"]))
+        stats.extend([fetched["stats"], paged["stats"], content["stats"]])
+        # small row groups: content-seen reads url/minhash of only the row groups with hits
+        content["visited"] | "WriteVisited" >> WriteTable(out("visited"), tables.VISITED, VISITED_ROW_GROUP)
+        content["pages"] | "WritePages" >> WriteTable(out("pages"), tables.PAGES)
+        content["near"] | "WriteNear" >> WriteTable(out("near_duplicates"), tables.NEAR_DUPLICATES)
+    else:
+        result_tables = p | "NoResults" >> beam.Create([], reshuffle=False).with_output_types(pa.Table)
+        link_bundles = p | "NoLinks" >> beam.Create([], reshuffle=False)
+        filtered_bundles = p | "NoFiltered" >> beam.Create([], reshuffle=False)
+        new_hosts = hosts
+        visited_fps = p | "NoVisited" >> beam.Create([], reshuffle=False).with_output_types(pa.Table)
+
+    if seeds:
+        seed_bundles = p | "Seeds" >> beam.Create(list(seeds), reshuffle=False)
+        link_bundles = (link_bundles, seed_bundles) | "WithSeeds" >> beam.Flatten()
+
+    # links as columnar tables: URL-seen candidates and link-graph edges
+    cand_and_edges = (link_bundles
+                      | "BatchLinks" >> beam.BatchElements(min_batch_size=1, max_batch_size=2000)
+                      | "LinkTables" >> beam.Map(candidates_and_edges, round_no))
+    candidates = cand_and_edges | "Candidates" >> beam.Map(lambda ce: ce[0])
+    edges = cand_and_edges | "Edges" >> beam.Map(lambda ce: ce[1])
+    filtered = (filtered_bundles
+                | "BatchFiltered" >> beam.BatchElements(min_batch_size=1, max_batch_size=2000)
+                | "FilteredTables" >> beam.Map(filtered_table))
+
+    # URL-seen: CoGroupByKey on fingerprint buckets of frontier, seen hits, results, links
+    ordering = cfg.score.ordering
+    score_fn = LocalScore(ordering) if scores_per_row(ordering) else None
+    merged = {"frontier": frontier, "seen": seen_files, "results": result_tables,
+              "candidates": candidates, "filtered": filtered} | "UrlSeen" >> UrlSeen(
+        buckets, round_no, score_fn)
+    new_frontier = merged["frontier"]
+    # Score: strategies that need more than a row see the whole frontier (or the Beam PageRank)
+    if score_fn is None and uses_beam_pagerank(ordering, cfg.score.pagerank_path,
+                                               cfg.score.pagerank_beam_edges, rows["links"]):
+        old_edges = _read(p, "Links", files["links"], tables.LINKS, ["src_fp", "dst_fp"])
+        nodes = ((visited_view | "VisitedNodeFps" >> beam.Map(lambda e: e[2].select(["fp"])),
+                  visited_fps, new_frontier) | "GraphNodes" >> beam.Flatten()
+                 | "NodeTables" >> beam.Map(lambda t: t.select(["fp"])))
+        new_frontier = ({"frontier": new_frontier, "nodes": nodes,
+                         "edges": (old_edges, edges) | "AllEdges" >> beam.Flatten()}
+                        | "ScoreByBeamPageRank" >> ScoreByBeamPageRank(
+                            cfg.score.pagerank_iterations, getattr(ordering, "damping", 0.85), buckets))
+    elif score_fn is None:
+        scored = ({"frontier": new_frontier, "edges": edges, "visited": visited_fps}
+                  | "ScoreWholeFrontier" >> ScoreWholeFrontier(
+                      ordering, {name: files[name] for name in ("opic", "links", "visited")}))
+        new_frontier = scored["frontier"]
+        stats.append(scored["stats"])
+        scored["opic"] | "WriteOpic" >> WriteTable(out("opic"), tables.OPIC)
+    stats.append(merged["stats"])
+    pending = (new_frontier
+               | "Schedulable" >> beam.Map(_schedulable, cfg.now, gen.max_depth)
+               | "SumSchedulable" >> beam.CombineGlobally(sum_dicts)
+               | "Pending" >> beam.Map(_pending, gen.max_per_host, gen.max_pages))
+    stats.append(pending)
+
+    # write round N: frontier, filtered, links, hosts and the counters of the report
+    new_frontier | "WriteFrontier" >> WriteTable(out("frontier"), tables.FRONTIER)
+    merged["filtered"] | "WriteFiltered" >> WriteTable(out("filtered"), tables.FILTERED)
+    edges | "WriteLinks" >> WriteTable(out("links"), tables.LINKS)
+    new_hosts | "WriteHosts" >> WriteTable(out("hosts"), tables.HOSTS)
+    (tuple(stats) | "AllStats" >> beam.Flatten()
+     | "WriteStats" >> WriteStats(crawl.round_dir(round_no) + "/" + report_mod.STATS_JSON))

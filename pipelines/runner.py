@@ -1,0 +1,42 @@
+"""Running a round's pipeline on the runner the flags name.
+
+`--runner=DirectRunner` (the default) runs on Beam's in-process FnApiRunner directly, so a
+default command never depends on downloading the Prism binary. Any other runner
+(PortableRunner, DaskRunner, Flink, Dataflow) is handed the flags as they are.
+"""
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+from pipelines import construction
+
+DIRECT_RUNNER_NAMES = (None, "DirectRunner", "direct")   # run on the in-process FnApiRunner
+
+
+def spreads_files(p):
+    """True on a distributed runner: a round's input files are spread over its workers
+    (a Reshuffle after the file list). The in-process runner gains nothing from it."""
+    runner = p.options.view_as(StandardOptions).runner
+    return runner not in DIRECT_RUNNER_NAMES + ("FnApiRunner",)
+
+
+def pipeline_options(argv):
+    """PipelineOptions for argv; DirectRunner runs on the FnApiRunner (no Prism download)."""
+    options = PipelineOptions(argv)
+    std = options.view_as(StandardOptions)
+    if std.runner in DIRECT_RUNNER_NAMES:
+        from apache_beam.runners.portability.fn_api_runner import fn_runner
+        return options, fn_runner.FnApiRunner()
+    return options, None
+
+
+def run_pipeline(builder, argv):
+    construction.install()
+    options, runner = pipeline_options(argv)
+    p = beam.Pipeline(runner=runner, options=options) if runner else beam.Pipeline(options=options)
+    builder(p)
+    result = p.run()
+    state = result.wait_until_finish()
+    if state not in (None, "DONE", beam.runners.runner.PipelineState.DONE):
+        raise RuntimeError(f"pipeline ended in state {state}")
+    return result
+

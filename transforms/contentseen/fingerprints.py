@@ -1,0 +1,269 @@
+"""Content-seen: exact duplicates, near-duplicates (MinHash + LSH) and suspected mirrors.
+
+URL-seen stops a URL from being fetched twice; content-seen stops the *same content* under
+another URL (mirrors, copies, query-order variants) from being expanded again. Both work
+across all rounds: this round's pages are checked against the visited view of every
+committed round, and only a map-side semi-join of the visited view reaches the shuffle.
+
+Contract
+========
+
+Fingerprints (pure, per page; the round computes them in Process and stores them in VISITED)
+
+- ``body_fingerprint(body, url) -> int64``: blake2b-8 of the *normalised* body: the page's
+  own host name (any case, e.g. ``HTTP://MiRrOr1.example``) replaced by a placeholder,
+  ``<link rel=canonical>`` tags removed (a mirror points them at the original) and runs
+  of ASCII whitespace collapsed, so a mirror that writes absolute links to itself gives
+  the same fingerprint as the original. 0 for an empty body. -> ``content_fp``.
+- ``text_fingerprint(text) -> int64``: blake2b-8 of the visible text, whitespace
+  collapsed (equal to ``process.content_fingerprint(text.encode())`` for collapsed text).
+  -> ``text_fp``.
+- ``minhash_signatures(texts, num_perm=128, shingle=2, seed=1) -> uint32[n, num_perm]``:
+  datasketch MinHash (``MinHash.bulk``) over lower-cased word ``shingle``-grams of the
+  visible text; ``signature_column`` makes the Arrow column ``minhash`` (list<uint32>),
+  null for a page with fewer than ``MIN_WORDS`` words (never a near-duplicate).
+  Column to add to VISITED: ``MINHASH_FIELD = ("minhash", list<uint32>)``.
+- ``lsh_key_column(sigs, has) -> list<int64>``: the ``band_keys`` of each signature with
+  ``LSH_PARAMS`` (16 keys), ``[]`` where ``has`` is False -> VISITED ``lsh_keys``, so a
+  later round probes old pages by this narrow column instead of banding 128 values each;
+  ``lsh_keys_of(column)`` flattens it to (row, key) pairs and names the null rows (files
+  written before the column: their keys come from ``minhash``, ``band_keys`` again).
+
+ContentSeen(key="content_fp", buckets=16)  -- exact duplicates
+
+  input  dict of PCollections of Arrow tables:
+         ``new``: this round's fetched pages with content: columns fp, url, host, content_fp
+                  (round is the transform's round_no; rows with content_fp 0/null ignored);
+         ``old``: the visited view of committed rounds, columns fp, url, host, round,
+                  content_fp (read with ReadAllFromParquetBatched(columns=...)); url and
+                  host may be left out to read less (then duplicate_of / duplicate_of_host
+                  are null for old firsts, and duplicate_of_fp names them).
+  output PCollection of Arrow tables ``DUPLICATES``, one row per duplicate page of this
+         round: fp, url, host, content_fp, duplicate_of (url), duplicate_of_fp,
+         duplicate_of_host, duplicate_of_round.
+  rule   per content fingerprint, the first page is the one with the smallest
+         (round, fp) over old and new rows; every *other* URL of this round with that
+         fingerprint is its duplicate. A re-fetch of the first URL itself is not a
+         duplicate. Deterministic: independent of bundle/worker order.
+  caller sets visited.duplicate_of (and outcome=duplicate, if so configured) for these
+         fps and drops their links before URL-seen (links of duplicates are not expanded).
+  cost   the old side is filtered map-side against a side input holding this round's
+         fingerprints (one sorted int64 array), so only matching rows are shuffled; the
+         visited view is read once, by column.
+
+NearDuplicates(threshold=0.9, num_perm=128, buckets=16, max_group=200, params=LSH_PARAMS,
+               min_jaccard=None)
+  -- MinHash LSH. `threshold` picks the bands; pairs are kept when their Jaccard estimate
+  is >= min_jaccard (default: threshold; 0 keeps every LSH candidate pair).
+
+  input  dict: ``new`` (this round) and ``old`` (visited view): tables with columns fp,
+         url, round, minhash (list<uint32>, nulls skipped). Exact duplicates should be
+         left out of ``new`` (they are reported by ContentSeen), and ``old`` may be
+         restricted to rows whose duplicate_of is null.
+  steps  band keys (b bands of r rows: ``LSH_PARAMS`` = (16, 8) by default, the same bands
+         as ``MinHashLSH(threshold, num_perm, params=(16, 8))``; ``params=None`` for
+         datasketch's own optimum, (5, 25) at 0.9/128, which misses half the pairs at
+         Jaccard 0.92) -> old rows kept
+         only if one of their band keys is a band key of this round (side input) ->
+         GroupByKey on band-key bucket -> candidate pairs (band slices equal, at least one
+         page new) -> Jaccard estimate (share of equal MinHash values) >= threshold ->
+         distinct pairs.
+  output PCollection of dicts ``NEAR_PAIRS`` fields: fp, url, round (the later page by
+         (round, fp)), of_fp, of_url, of_round (the earlier), jaccard. Pairs between two
+         old pages are not repeated (they were reported in their round).
+  limit  a band bucket holding more than ``max_group`` pages with one key pairs each new
+         page with the ``max_group`` earliest others only (bounds the O(g^2) of
+         boilerplate pages); 0 = no limit.
+
+SuspectMirrors(min_pages=3): from the DUPLICATES tables, (host, duplicate_of_host, pages)
+  for host pairs with at least ``min_pages`` duplicate pages this round.
+``round_stats`` / ContentSeenStats: {"exact_duplicates", "near_duplicates",
+  "mirror_hosts_suspected"} for the round's report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+NUM_PERM = 128
+SHINGLE = 2            # word bigrams: a one-word edit in a 100-word page keeps J ~ 0.92
+SEED = 1
+THRESHOLD = 0.9
+MIN_WORDS = 5          # pages with fewer words get no signature
+MAX_GROUP = 200
+# (bands, rows): recall-favouring banding. datasketch's default for 0.9/128, (5, 25), makes
+# a pair with Jaccard 0.92 a candidate only half the time; (16, 8) almost always, and the
+# Jaccard estimate >= threshold keeps precision. MinHashLSH(params=(16, 8)) is the same.
+LSH_PARAMS = (16, 8)
+
+MINHASH_TYPE = pa.list_(pa.uint32())
+MINHASH_FIELD = pa.field("minhash", MINHASH_TYPE)
+
+DUPLICATES = pa.schema([
+    ("fp", pa.int64()),
+    ("url", pa.string()),
+    ("host", pa.string()),
+    ("content_fp", pa.int64()),
+    ("duplicate_of", pa.string()),
+    ("duplicate_of_fp", pa.int64()),
+    ("duplicate_of_host", pa.string()),
+    ("duplicate_of_round", pa.int32()),
+])
+
+NEAR_PAIRS = ("fp", "url", "round", "of_fp", "of_url", "of_round", "jaccard")
+
+_WS = re.compile(rb"[ \t\r\n\f\v]+")
+_CANONICAL = re.compile(rb"<link\b[^>]*\brel\s*=\s*[\"']?canonical\b[^>]*>", re.IGNORECASE)
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+# --------------------------------------------------------------------------- fingerprints
+def _fp64(data: bytes) -> int:
+    if not data:
+        return 0
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little", signed=True)
+
+
+def _host_of(url: str) -> str:
+    rest = url.split("://", 1)[-1]
+    host = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    host = host.rsplit("@", 1)[-1]
+    if host.startswith("["):
+        return host.split("]")[0] + "]"
+    return host.split(":", 1)[0]
+
+
+def normalise_body(body: bytes, url: str | None) -> bytes:
+    """The body without rel=canonical links, its own host name (case-insensitive) replaced
+    and whitespace collapsed."""
+    if not body:
+        return b""
+    body = _CANONICAL.sub(b"", body)
+    if url:
+        host = _host_of(url).encode("ascii", "ignore")
+        if host:
+            body = re.sub(re.escape(host), b"\x00HOST\x00", body, flags=re.IGNORECASE)
+    return _WS.sub(b" ", body).strip()
+
+
+def body_fingerprint(body: bytes, url: str | None = None) -> int:
+    """64-bit fingerprint of the normalised body (0 for an empty body): `content_fp`."""
+    return _fp64(normalise_body(body, url))
+
+
+def text_fingerprint(text: str) -> int:
+    """64-bit fingerprint of the visible text, whitespace collapsed (0 if empty): `text_fp`."""
+    return _fp64(" ".join((text or "").split()).encode("utf-8"))
+
+
+# --------------------------------------------------------------------------- MinHash
+def shingles(text: str, k: int = SHINGLE) -> list:
+    """Distinct lower-cased word k-grams of text, as UTF-8 bytes (the MinHash input)."""
+    ws = _WORD.findall((text or "").lower())
+    if len(ws) < MIN_WORDS:
+        return []
+    if len(ws) < k:
+        return [" ".join(ws).encode("utf-8")]
+    return list({" ".join(ws[i:i + k]).encode("utf-8") for i in range(len(ws) - k + 1)})
+
+
+def minhash_signatures(texts, num_perm: int = NUM_PERM, shingle: int = SHINGLE,
+                       seed: int = SEED) -> tuple[np.ndarray, np.ndarray]:
+    """(uint32[n, num_perm] signatures, bool[n] has_signature) of texts (datasketch MinHash)."""
+    from datasketch import MinHash
+    sh = [shingles(t, shingle) for t in texts]
+    has = np.array([bool(s) for s in sh], dtype=bool)
+    sigs = np.full((len(sh), num_perm), np.uint32(0xFFFFFFFF), dtype=np.uint32)
+    idx = np.flatnonzero(has)
+    if len(idx):
+        mhs = MinHash.bulk([sh[i] for i in idx], num_perm=num_perm, seed=seed)
+        sigs[idx] = np.stack([m.hashvalues for m in mhs]).astype(np.uint32)
+    return sigs, has
+
+
+def signature_column(sigs: np.ndarray, has: np.ndarray | None = None) -> pa.Array:
+    """The `minhash` column (list<uint32>; null where `has` is False) of signatures."""
+    n, k = sigs.shape
+    offsets = pa.array(np.arange(0, (n + 1) * k, k, dtype=np.int32))
+    mask = None if has is None else pa.array(~np.asarray(has, dtype=bool))
+    return pa.ListArray.from_arrays(offsets, pa.array(sigs.reshape(-1), pa.uint32()), mask=mask)
+
+
+def signatures_of(column, num_perm: int = NUM_PERM) -> tuple[np.ndarray, np.ndarray]:
+    """(uint32[n, num_perm], valid[n]) from a `minhash` column (null rows are zero)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    n = len(column)
+    valid = ~np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    out = np.zeros((n, num_perm), np.uint32)
+    if valid.any():
+        good = column.filter(pa.array(valid))
+        flat = good.flatten().to_numpy(zero_copy_only=False).astype(np.uint32)
+        out[valid] = flat.reshape(-1, num_perm)
+    return out, valid
+
+
+def jaccard_estimate(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Share of equal MinHash values, row by row (datasketch MinHash.jaccard)."""
+    return (np.asarray(a) == np.asarray(b)).mean(axis=-1)
+
+
+def lsh_params(threshold: float = THRESHOLD, num_perm: int = NUM_PERM) -> tuple[int, int]:
+    """(bands, rows) that datasketch's MinHashLSH picks for threshold and num_perm."""
+    from datasketch.lsh import _optimal_param
+    return _optimal_param(threshold, num_perm, 0.5, 0.5)
+
+
+_M1 = np.uint64(0x9E3779B97F4A7C15)
+_M2 = np.uint64(0xBF58476D1CE4E5B9)
+
+
+def band_keys(sigs: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """int64[n, bands]: a 64-bit hash of each band's `rows` MinHash values (and its index).
+
+    Equal band slices give equal keys; different slices collide with probability ~2^-64,
+    and candidate pairs are checked on the slices themselves, so results are exact.
+    """
+    s = sigs.astype(np.uint64)
+    out = np.empty((len(sigs), bands), np.uint64)
+    with np.errstate(over="ignore"):
+        for b in range(bands):
+            h = np.full(len(sigs), np.uint64(b + 1) * _M1, dtype=np.uint64)
+            for j in range(b * rows, (b + 1) * rows):
+                h = (h ^ s[:, j]) * _M2
+                h ^= h >> np.uint64(31)
+            out[:, b] = h
+    return out.view(np.int64)
+
+
+LSH_KEYS_TYPE = pa.list_(pa.int64())
+
+
+def lsh_key_column(sigs: np.ndarray, has: np.ndarray | None = None,
+                   params: tuple[int, int] = LSH_PARAMS) -> pa.Array:
+    """The `lsh_keys` column (list<int64>) of signatures: each row's `bands` band keys (as
+    NearDuplicates computes them with `params`), [] where `has` is False."""
+    bands, rows = params
+    n = len(sigs)
+    has = np.ones(n, bool) if has is None else np.asarray(has, dtype=bool)
+    idx = np.flatnonzero(has)
+    keys = band_keys(sigs[idx], bands, rows) if len(idx) else np.zeros((0, bands), np.int64)
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(np.where(has, bands, 0), out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(keys.reshape(-1), pa.int64()))
+
+
+def lsh_keys_of(column) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row int64[m], key int64[m], missing bool[n]) of an `lsh_keys` column: every stored
+    key with its row, and the rows whose keys are null (not computed when written)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    missing = np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    keys = pc.list_flatten(column).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    rows = pc.list_parent_indices(column).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    return rows, keys, missing

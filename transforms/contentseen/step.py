@@ -1,0 +1,426 @@
+"""Content-seen as Beam steps: ContentSeen (exact), NearDuplicates (LSH), SuspectMirrors, and
+`ApplyContentSeen`, which applies them to a round with the two-phase old side (see `oldside`)."""
+
+from __future__ import annotations
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+from apache_beam.metrics import Metrics
+
+from schemas import tables
+from transforms.contentseen.duplicates import (
+    _band_rows,
+    _col,
+    _concat_arrays,
+    _split,
+    candidate_pairs,
+    exact_duplicates,
+)
+from transforms.contentseen.fingerprints import (
+    LSH_PARAMS,
+    MAX_GROUP,
+    NEAR_PAIRS,
+    NUM_PERM,
+    THRESHOLD,
+    lsh_params,
+)
+from transforms.contentseen.oldside import (
+    EXACT,
+    EXACT_COLUMNS,
+    NEAR,
+    NEAR_COLUMNS,
+    _check_fps,
+    _drop_rows,
+    _not_duplicate,
+    _pairs,
+    _union,
+    mark_duplicates,
+    new_band_keys,
+    new_content_keys,
+    probe_row_group,
+)
+from transforms.tableio import files as readparquet
+from transforms.urls.fpsets import FpIndex, member
+
+
+class _SortedKeys(beam.CombineFn):
+    """Combines int64 arrays into one sorted array of distinct values (a side input)."""
+
+    def create_accumulator(self):
+        return []
+
+    def add_input(self, acc, arr):
+        acc.append(np.asarray(arr, np.int64))
+        return acc
+
+    def merge_accumulators(self, accs):
+        return [_concat_arrays([a for acc in accs for a in acc])]
+
+    def extract_output(self, acc):
+        return _concat_arrays(acc)
+
+
+class ContentSeen(beam.PTransform):
+    """Exact duplicates of this round's pages against all rounds (see the module contract)."""
+
+    def __init__(self, round_no: int, key: str = "content_fp", buckets: int = 16):
+        super().__init__()
+        self.round_no, self.key, self.buckets = round_no, key, buckets
+
+    def expand(self, inputs):
+        key, B, rnd = self.key, self.buckets, self.round_no
+
+        def new_rows(t):
+            t = t.select([c for c in ("fp", "url", "host", key) if c in t.column_names])
+            k = _col(t, key, 0)
+            t = t.filter(pa.array(k != 0))
+            return t.append_column("round", pa.array(np.full(t.num_rows, rnd, np.int32)))
+
+        new = inputs["new"] | "NewRows" >> beam.Map(new_rows)
+        keys = (new | "NewKeys" >> beam.Map(lambda t: _col(t, key))
+                | "KeySet" >> beam.CombineGlobally(_SortedKeys()))
+
+        def old_rows(t, keyset):
+            k = _col(t, key, 0).astype(np.int64)
+            m = member(k, keyset) & (k != 0)
+            if m.any():
+                yield t.filter(pa.array(m)).select(
+                    [c for c in ("fp", "url", "host", "round", key) if c in t.column_names])
+
+        old = inputs["old"] | "OldMatching" >> beam.FlatMap(old_rows, beam.pvalue.AsSingleton(keys))
+
+        def split(t, tag):
+            for b, part in _split(t, _col(t, key).astype(np.int64), B):
+                yield b, (tag, part)
+
+        grouped = ((new | "SplitNew" >> beam.FlatMap(split, "new"),
+                    old | "SplitOld" >> beam.FlatMap(split, "old"))
+                   | "FlattenParts" >> beam.Flatten()
+                   | "GroupByContent" >> beam.GroupByKey())
+
+        def decide(element):
+            _, parts = element
+            parts = list(parts)
+            new_t = [p for tag, p in parts if tag == "new"]
+            old_t = [p for tag, p in parts if tag == "old"]
+            nt = pa.concat_tables(new_t, promote_options="default") if new_t else None
+            ot = pa.concat_tables(old_t, promote_options="default") if old_t else None
+            if nt is None:
+                return
+            d = exact_duplicates(nt, ot, rnd, key)
+            if d.num_rows:
+                yield d
+
+        return grouped | "DecideDuplicates" >> beam.FlatMap(decide)
+
+
+class NearDuplicates(beam.PTransform):
+    """MinHash LSH banding in Beam across all rounds (see the module contract)."""
+
+    def __init__(self, threshold: float = THRESHOLD, num_perm: int = NUM_PERM, buckets: int = 16,
+                 max_group: int = MAX_GROUP, params: tuple[int, int] | None = LSH_PARAMS,
+                 min_jaccard: float | None = None):
+        super().__init__()
+        self.threshold = threshold if min_jaccard is None else min_jaccard
+        self.num_perm, self.buckets = num_perm, buckets
+        self.max_group = max_group
+        self.bands, self.rows = params or lsh_params(threshold, num_perm)
+
+    def expand(self, inputs):
+        bands, rows, P, B = self.bands, self.rows, self.num_perm, self.buckets
+        thr, mg = self.threshold, self.max_group
+
+        def new_bands(t):
+            out, keys = _band_rows(t, bands, rows, P, True)
+            if out is not None:
+                yield out
+
+        nb = inputs["new"] | "NewBandRows" >> beam.FlatMap(new_bands)
+        keyset = (nb | "NewBandKeys" >> beam.Map(lambda t: _col(t, "key"))
+                  | "BandKeySet" >> beam.CombineGlobally(_SortedKeys()))
+
+        def old_bands(t, ks):
+            if len(ks) == 0:
+                return
+            out, _ = _band_rows(t, bands, rows, P, False, keep_keys=ks)
+            if out is not None:
+                yield out
+
+        ob = inputs["old"] | "OldBandRows" >> beam.FlatMap(old_bands, beam.pvalue.AsSingleton(keyset))
+
+        def split(t):
+            yield from _split(t, _col(t, "key").astype(np.int64), B)
+
+        pairs = ((nb, ob) | "AllBandRows" >> beam.Flatten()
+                 | "SplitBands" >> beam.FlatMap(split)
+                 | "GroupBands" >> beam.GroupByKey()
+                 | "CandidatePairs" >> beam.FlatMap(
+                     lambda kv: candidate_pairs(kv[1], bands, rows, P, thr, mg))
+                 | "DistinctPairs" >> beam.Distinct())
+        return pairs | "PairDicts" >> beam.Map(lambda t: dict(zip(NEAR_PAIRS, t)))
+
+
+class SuspectMirrors(beam.PTransform):
+    """(host, duplicate_of_host, pages) from DUPLICATES tables, pairs >= min_pages."""
+
+    def __init__(self, min_pages: int = 3):
+        super().__init__()
+        self.min_pages = min_pages
+
+    def expand(self, duplicates):
+        mp = self.min_pages
+        return (duplicates
+                | "HostPairs" >> beam.FlatMap(lambda t: [
+                    ((h, o), 1) for h, o in zip(t.column("host").to_pylist(),
+                                                t.column("duplicate_of_host").to_pylist())
+                    if h != o])
+                | "CountHostPairs" >> beam.CombinePerKey(sum)
+                | "AtLeast" >> beam.FlatMap(lambda kv: [(kv[0][0], kv[0][1], kv[1])]
+                                            if kv[1] >= mp else []))
+
+class ContentSeenStats(beam.PTransform):
+    """Per-round counters as one dict: exact_duplicates, near_duplicates (pages), mirror_hosts_suspected."""
+
+    def expand(self, inputs):
+        exact = (inputs["duplicates"] | "CountExact" >> beam.Map(lambda t: t.num_rows)
+                 | "SumExact" >> beam.CombineGlobally(sum))
+        near = (inputs["near"] | "NearFps" >> beam.Map(lambda d: d["fp"]) | "DistinctNear" >> beam.Distinct()
+                | "CountNear" >> beam.combiners.Count.Globally())
+        mirrors = (inputs["mirrors"] | "MirrorHosts" >> beam.Map(lambda m: m[0])
+                   | "DistinctMirrors" >> beam.Distinct()
+                   | "CountMirrors" >> beam.combiners.Count.Globally())
+        return (exact | "Stats" >> beam.Map(
+            lambda e, n, m: {"exact_duplicates": e, "near_duplicates": n, "mirror_hosts_suspected": m},
+            beam.pvalue.AsSingleton(near), beam.pvalue.AsSingleton(mirrors)))
+
+class _Probe(beam.DoFn):
+    def __init__(self, max_group, round_no):
+        self.max_group, self.round_no = max_group, round_no
+        self.row_groups = Metrics.counter("contentseen", "old_row_groups")
+        self.rows = Metrics.counter("contentseen", "old_rows")
+        self.compat = Metrics.counter("contentseen", "old_compat_row_groups")
+        self.exact = Metrics.counter("contentseen", "old_exact_hits")
+        self.near = Metrics.counter("contentseen", "old_near_hits")
+
+    def setup(self):
+        self._keys = self._index = None
+
+    def process(self, element, round_keys):
+        if round_keys is not self._keys:    # one index per side input, not per row group
+            self._keys = round_keys
+            self._index = tuple(None if k is None else FpIndex(k) for k in round_keys)
+        path, index, table = element
+        self.row_groups.inc()
+        self.rows.inc(table.num_rows)
+        hits, compat = probe_row_group(path, index, table, *self._index,
+                                       max_group=self.max_group, round_no=self.round_no,
+                                       read_row_group=readparquet.read_row_group)
+        if compat:
+            self.compat.inc()
+        for hit in hits:
+            (self.exact if hit[0][0] == EXACT else self.near).inc()
+            yield hit
+
+
+class _RoundKeys(beam.CombineFn):
+    """(content keys, band keys or None) of this round's VISITED tables, sorted unique."""
+
+    def __init__(self, near):
+        self.near = near
+
+    def create_accumulator(self):
+        return [], []
+
+    def add_input(self, acc, table):
+        acc[0].append(new_content_keys(table))
+        if self.near:
+            acc[1].append(new_band_keys(table))
+        return acc
+
+    def merge_accumulators(self, accs):
+        accs = list(accs)
+        return [_union([a for acc in accs for a in acc[0]])], [_union([a for acc in accs for a in acc[1]])]
+
+    def extract_output(self, acc):
+        return _union(acc[0]), (_union(acc[1]) if self.near else None)
+
+class _Earliest(beam.CombineFn):
+    """Per (kind, key): the earliest hits by (round, fp), 1 for EXACT, `max_group` for NEAR
+    (all when 0). A hit is (round, fp, path, index, row, kind)."""
+
+    def __init__(self, max_group):
+        self.max_group = max_group
+
+    def _cut(self, hits):
+        hits = sorted(hits)
+        limit = 1 if hits and hits[0][5] == EXACT else self.max_group
+        return hits[:limit] if limit else hits
+
+    def create_accumulator(self):
+        return []
+
+    def add_input(self, acc, hit):
+        acc.append(hit)
+        if len(acc) > 2 * self.max_group + 16 and (self.max_group or hit[5] == EXACT):
+            return self._cut(acc)
+        return acc
+
+    def merge_accumulators(self, accs):
+        return self._cut([h for acc in accs for h in acc])
+
+    def extract_output(self, acc):
+        return self._cut(acc)
+
+
+# --------------------------------------------------------------------------- old side, phase 2
+def read_hits(path, index, kind, hits):
+    """Phase 2 on one row group: (table of its hit rows read wide, rows in the row group).
+
+    `hits`: (row, fp) pairs (a row may repeat); kind EXACT gives EXACT_COLUMNS, NEAR gives
+    fp, url, round, minhash of the rows with a signature and no duplicate_of (NEAR_COLUMNS
+    are read).
+    """
+    sel = dict(hits)
+    t = readparquet.read_row_group(path, index, tables.VISITED, EXACT_COLUMNS if kind == EXACT
+                                   else NEAR_COLUMNS)
+    idx = np.array(sorted(sel), np.int64)
+    _check_fps(path, index, t, idx, [sel[i] for i in idx])
+    part = t.take(pa.array(idx, type=pa.int64()))
+    return (part if kind == EXACT else _not_duplicate(part)), t.num_rows
+
+
+class _ReadHits(beam.DoFn):
+    def __init__(self, kind):
+        self.kind = kind
+        self.row_groups = Metrics.counter("contentseen", f"wide_{kind}_row_groups")
+        self.rows_read = Metrics.counter("contentseen", f"wide_{kind}_rows_read")
+        self.hit_rows = Metrics.counter("contentseen", f"wide_{kind}_hit_rows")
+
+    def process(self, element):
+        (path, index), hits = element
+        t, rows_read = read_hits(path, index, self.kind, hits)
+        self.row_groups.inc()
+        self.rows_read.inc(rows_read)
+        self.hit_rows.inc(t.num_rows)
+        if t.num_rows:
+            yield t
+
+def _split_kinds(kv):
+    (kind, key), hits = kv
+    for h in hits:
+        yield beam.pvalue.TaggedOutput(kind, (key, h))
+
+
+class ProbeVisited(beam.PTransform):
+    """Phase 1: the visited view's rows this round can use, as positions.
+
+    inputs  dict: ``new`` (this round's VISITED tables), ``old`` ((path, row_group, table)
+            of OLD_COLUMNS, for every row group of the visited view).
+    output  dict: ``exact`` (content_fp, hit): per content fingerprint of this round its
+            first old page; ``near`` (band key, hit): per band key of this round (of any of
+            its pages with a signature) the `max_group` earliest old pages with that key
+            and no duplicate_of (all when 0; nothing when ``near`` is False). A hit is
+            (round, fp, path, row_group, row, kind).
+    """
+
+    def __init__(self, round_no, near=True, max_group=MAX_GROUP):
+        super().__init__()
+        self.round_no, self.near, self.max_group = round_no, near, max_group
+
+    def expand(self, inputs):
+        keys = inputs["new"] | "RoundKeys" >> beam.CombineGlobally(_RoundKeys(self.near))
+        hits = (inputs["old"]
+                | "ProbeNarrow" >> beam.ParDo(_Probe(self.max_group, self.round_no),
+                                              beam.pvalue.AsSingleton(keys))
+                | "EarliestPerKey" >> beam.CombinePerKey(_Earliest(self.max_group))
+                | "ByKind" >> beam.FlatMap(_split_kinds).with_outputs(EXACT, NEAR))
+        return {EXACT: hits[EXACT], NEAR: hits[NEAR]}
+
+
+class ReadHits(beam.PTransform):
+    """Phase 2: (key, hit) of one kind -> the hit rows read wide, one table per row group.
+
+    `live_keys`: optional PCollection of one sorted int64 array; hits under other keys are
+    dropped before anything is read (the round's band keys once its exact duplicates are
+    known: a key only they have cannot give a near pair).
+    """
+
+    def __init__(self, kind, live_keys=None):
+        super().__init__()
+        self.kind, self.live_keys = kind, live_keys
+
+    def expand(self, hits):
+        kind = self.kind
+        if self.live_keys is not None:
+            dead = Metrics.counter("contentseen", f"{kind}_hits_dropped")
+
+            def live(key_hit, keys):
+                if len(keys) and keys[min(np.searchsorted(keys, key_hit[0]), len(keys) - 1)] == key_hit[0]:
+                    return True
+                dead.inc()
+                return False
+
+            hits = hits | "LiveKeys" >> beam.Filter(live, beam.pvalue.AsSingleton(self.live_keys))
+        return (hits
+                | "AtRowGroup" >> beam.Map(lambda kh: ((kh[1][2], kh[1][3]), (kh[1][4], kh[1][1])))
+                | "PerRowGroup" >> beam.GroupByKey()
+                | "ReadWide" >> beam.ParDo(_ReadHits(kind)))
+
+
+class OldHits(beam.PTransform):
+    """Both phases: the visited view's rows that this round's content-seen can use, read wide.
+
+    inputs  as ProbeVisited.
+    output  dict: ``exact`` (EXACT_COLUMNS tables: per content fingerprint of this round the
+            first old page) and ``near`` (fp, url, round, minhash tables: per band key of
+            this round the `max_group` earliest old pages without duplicate_of; empty when
+            ``near`` is False). ApplyContentSeen runs the phases itself, so that the near
+            hits of band keys only its exact duplicates have are never read.
+    """
+
+    def __init__(self, round_no, near=True, max_group=MAX_GROUP):
+        super().__init__()
+        self.round_no, self.near, self.max_group = round_no, near, max_group
+
+    def expand(self, inputs):
+        probed = inputs | "Probe" >> ProbeVisited(self.round_no, self.near, self.max_group)
+        return {EXACT: probed[EXACT] | "ReadExact" >> ReadHits(EXACT),
+                NEAR: probed[NEAR] | "ReadNear" >> ReadHits(NEAR)}
+
+
+class ApplyContentSeen(beam.PTransform):
+    def __init__(self, round_no, expand_duplicates=False, near_threshold=THRESHOLD):
+        super().__init__()
+        self.round_no, self.expand_duplicates = round_no, expand_duplicates
+        self.near_threshold = near_threshold
+
+    def expand(self, inputs):
+        visited, links, pages, old = inputs["visited"], inputs["links"], inputs["pages"], inputs["old"]
+        probed = {"new": visited, "old": old} | "ProbeVisited" >> ProbeVisited(
+            self.round_no, bool(self.near_threshold), MAX_GROUP)
+        dups = ({"new": visited, "old": probed[EXACT] | "ReadExactHits" >> ReadHits(EXACT)}
+                | "ExactDuplicates" >> ContentSeen(self.round_no))
+        dup_side = beam.pvalue.AsDict(dups | "DupFps" >> beam.FlatMap(_pairs))
+        visited = visited | "MarkDuplicates" >> beam.Map(mark_duplicates, dup_side)
+        pages = pages | "DropDuplicateBodies" >> beam.Map(_drop_rows, dup_side)
+        if not self.expand_duplicates:
+            links = links | "DropDuplicateLinks" >> beam.Filter(
+                lambda b, d: b.get("src_fp") not in d or b.get("source") != tables.SOURCE_LINK,
+                dup_side)
+        if self.near_threshold:
+            near_new = visited | "NearNew" >> beam.Map(_not_duplicate)
+            live = (near_new | "NearNewKeys" >> beam.Map(new_band_keys)
+                    | "LiveBandKeys" >> beam.CombineGlobally(_SortedKeys()))
+            near = ({"new": near_new, "old": probed[NEAR] | "ReadNearHits" >> ReadHits(NEAR, live)}
+                    | "NearDuplicates" >> NearDuplicates(
+                        threshold=self.near_threshold, max_group=MAX_GROUP))
+        else:
+            near = visited.pipeline | "NoNear" >> beam.Create([])
+        mirrors = dups | "SuspectMirrors" >> SuspectMirrors()
+        stats = ({"duplicates": dups, "near": near, "mirrors": mirrors}
+                 | "ContentStats" >> ContentSeenStats())
+        near_tables = (near | "BatchNear" >> beam.BatchElements(min_batch_size=1, max_batch_size=5000)
+                       | "NearTables" >> beam.Map(
+                           lambda rows: pa.Table.from_pylist(rows, schema=tables.NEAR_DUPLICATES)))
+        return {"visited": visited, "links": links, "pages": pages, "near": near_tables, "stats": stats}

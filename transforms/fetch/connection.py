@@ -1,0 +1,260 @@
+"""One request on the wire: dial the guarded address, enforce the deadline, classify failures."""
+
+from __future__ import annotations
+
+import email.utils
+import http.client
+import socket
+import ssl
+import threading
+from dataclasses import dataclass
+from typing import Iterator
+from urllib.parse import urlsplit
+
+import requests
+import urllib3
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.poolmanager import PoolManager
+
+from schemas.tables import FORBIDDEN_ADDRESS, HTTP_ERROR
+from transforms.fetch.netguard import ForbiddenAddressError, ResolveError
+from transforms.fetch.records import TRANSIENT
+
+# ----------------------------------------------------------------- dialing the resolved address
+
+class _DialMixin:
+    """A urllib3 connection that connects to the address `dial(host, port)` returns
+    (resolved and guarded by the fetcher) while Host header, SNI and certificate
+    verification keep using the host name. `watch(conn)` lets the deadline watchdog
+    reach the socket."""
+
+    def __init__(self, *args, dial=None, watch=None, **kw):
+        self._bc_dial = dial
+        self._bc_watch = watch
+        super().__init__(*args, **kw)
+
+    def _new_conn(self):
+        if self._bc_watch is not None:
+            self._bc_watch(self)
+        addr = self._bc_dial(self.host, self.port)     # ForbiddenAddressError / ResolveError
+        saved = self._dns_host
+        self._dns_host = addr        # only create_connection() reads it; host stays the name
+        try:
+            return super()._new_conn()
+        finally:
+            self._dns_host = saved
+
+    def request(self, *args, **kw):
+        if self._bc_watch is not None:
+            self._bc_watch(self)
+        return super().request(*args, **kw)
+
+
+class _DialHTTPConnection(_DialMixin, HTTPConnection):
+    pass
+
+
+class _DialHTTPSConnection(_DialMixin, HTTPSConnection):
+    pass
+
+
+class _DialPoolManager(PoolManager):
+    def __init__(self, *args, dial, watch, **kw):
+        self._bc_dial = dial
+        self._bc_watch = watch
+        super().__init__(*args, **kw)
+
+    def _new_pool(self, scheme, host, port, request_context=None):
+        pool = super()._new_pool(scheme, host, port, request_context)
+        pool.ConnectionCls = _DialHTTPSConnection if scheme == "https" else _DialHTTPConnection
+        pool.conn_kw = dict(pool.conn_kw, dial=self._bc_dial, watch=self._bc_watch)
+        return pool
+
+
+class DialAdapter(HTTPAdapter):
+    def __init__(self, dial, watch, **kw):
+        self._bc_dial = dial
+        self._bc_watch = watch
+        super().__init__(**kw)
+
+    def init_poolmanager(self, connections, maxsize, block=False, **pool_kwargs):
+        self._pool_connections = connections
+        self._pool_maxsize = maxsize
+        self._pool_block = block
+        self.poolmanager = _DialPoolManager(num_pools=connections, maxsize=maxsize, block=block,
+                                            dial=self._bc_dial, watch=self._bc_watch,
+                                            **pool_kwargs)
+
+    def proxy_manager_for(self, proxy, **kw):      # pragma: no cover - trust_env is off
+        raise RuntimeError("proxies are not supported by the guarded fetcher")
+
+
+class Watchdog:
+    """Shuts the request's socket down when the whole-request deadline passes, which
+    unblocks any read (headers or body) however slowly the server trickles."""
+
+    def __init__(self, seconds: float):
+        self.fired = False
+        self._conn = None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def attach(self, conn) -> None:
+        with self._lock:
+            self._conn = conn
+            fired = self.fired
+        if fired:
+            self._kill(conn)
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            conn = self._conn
+        if conn is not None:
+            self._kill(conn)
+
+    @staticmethod
+    def _kill(conn) -> None:
+        sock = getattr(conn, "sock", None)
+        if sock is not None:
+            try:   # the plain-socket shutdown, also for an SSLSocket (no TLS state touched)
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+# ----------------------------------------------------------------- one request
+
+@dataclass
+class Response:
+    url: str
+    status: int
+    headers: dict
+    body: bytes
+    truncated: bool
+    note: str | None             # body_cap / decode_error / unsupported_encoding:...
+    fetch_time: float
+    elapsed_ms: float
+
+
+@dataclass
+class Failure:
+    outcome: str
+    reason: str
+    fetch_time: float
+    elapsed_ms: float
+    network: bool = True         # a request went out (counts as a fetch and an error)
+
+
+class DeadlineExceeded(Exception):
+    pass
+
+
+def _exc_chain(e: BaseException) -> Iterator[BaseException]:
+    seen, todo = set(), [e]
+    while todo:
+        x = todo.pop()
+        if x is None or id(x) in seen:
+            continue
+        seen.add(id(x))
+        yield x
+        nxt = [x.__cause__, x.__context__, getattr(x, "reason", None), *getattr(x, "args", ())]
+        todo.extend(a for a in nxt if isinstance(a, BaseException))
+
+
+def classify_exception(e: BaseException) -> tuple[str, str] | None:
+    """(outcome, reason) of a request exception; None if unexpected (a bug: re-raise)."""
+    chain = list(_exc_chain(e))
+    for x in chain:
+        if isinstance(x, ForbiddenAddressError):
+            return FORBIDDEN_ADDRESS, x.reason
+        if isinstance(x, ResolveError):
+            return TRANSIENT, "dns"
+    for x in chain:
+        if isinstance(x, DeadlineExceeded):
+            return TRANSIENT, "deadline"
+    for x in chain:
+        if isinstance(x, ConnectionRefusedError):
+            return TRANSIENT, "connect_refused"
+    for x in chain:      # (urllib3's NewConnectionError subclasses ConnectTimeoutError)
+        if (isinstance(x, (requests.exceptions.ConnectTimeout, urllib3.exceptions.ConnectTimeoutError))
+                and not isinstance(x, urllib3.exceptions.NewConnectionError)):
+            return TRANSIENT, "timeout_connect"
+    for x in chain:
+        if isinstance(x, (requests.exceptions.ReadTimeout, urllib3.exceptions.ReadTimeoutError,
+                          socket.timeout, TimeoutError)):
+            return TRANSIENT, "timeout_read"
+    for x in chain:
+        if isinstance(x, (ssl.SSLError, ssl.CertificateError, requests.exceptions.SSLError,
+                          urllib3.exceptions.SSLError)):
+            return TRANSIENT, "tls"
+    for x in chain:
+        if isinstance(x, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError,
+                          http.client.IncompleteRead, http.client.RemoteDisconnected)):
+            return TRANSIENT, "reset"
+    for x in chain:
+        if isinstance(x, (urllib3.exceptions.NewConnectionError, urllib3.exceptions.NameResolutionError)):
+            return TRANSIENT, "connect_error"
+    for x in chain:
+        if isinstance(x, (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
+                          requests.exceptions.MissingSchema, urllib3.exceptions.LocationParseError)):
+            return HTTP_ERROR, "bad_url"
+    for x in chain:
+        if isinstance(x, (http.client.HTTPException, urllib3.exceptions.ProtocolError,
+                          requests.exceptions.InvalidHeader, requests.exceptions.ChunkedEncodingError,
+                          requests.exceptions.ContentDecodingError)):
+            return TRANSIENT, "protocol_error"
+    for x in chain:
+        if isinstance(x, (requests.exceptions.ConnectionError, OSError)):
+            return TRANSIENT, "connect_error"
+    return None
+
+
+def media_type(content_type_header: str | None) -> str | None:
+    """'Text/HTML; charset=UTF-8' -> 'text/html'."""
+    if not content_type_header:
+        return None
+    mt = content_type_header.split(";", 1)[0].strip().lower()
+    return mt or None
+
+
+def parse_retry_after(value: str | None, now: float) -> float | None:
+    """Retry-After (delta-seconds or HTTP-date) -> seconds from now (>= 0); None if absent/bad."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(int(value)))
+    except ValueError:
+        pass
+    try:
+        dt = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if dt is None:
+        return None
+    return max(0.0, dt.timestamp() - now)
+
+
+def origin_port(url: str) -> tuple[str, str, int]:
+    """(scheme, hostname, port) of an http(s) URL; ValueError otherwise."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise ValueError(f"unsupported scheme {scheme!r}")
+    host = parts.hostname
+    if not host:
+        raise ValueError("no host")
+    if not host.isascii():      # the name urllib3 will dial: IDNA-encoded the way requests does it
+        try:
+            host = requests.models.PreparedRequest._get_idna_encoded_host(host)
+        except (AttributeError, UnicodeError, requests.exceptions.InvalidURL) as e:
+            raise ValueError(f"bad host name: {e}") from None
+    port = parts.port or (443 if scheme == "https" else 80)
+    return scheme, host, port

@@ -1,0 +1,514 @@
+"""Fetching one host politely and robustly (pure Python, no Beam).
+
+`HostFetcher.fetch_host(host, requests, state)` fetches one host's URLs of a round, one
+request at a time, over one keep-alive `requests.Session`; `fetch_hosts` runs many hosts
+concurrently (threads), each host sequentially. The Beam DoFn (pipelines' business) wraps
+`fetch_hosts` around a batch of `GroupByKey(host)` groups.
+
+Defaults (`FetchConfig`), in line with Nutch / StormCrawler / Heritrix:
+
+| setting                   | default      | meaning                                                         |
+| ------------------------- | ------------ | --------------------------------------------------------------- |
+| user_agent                | beamcrawl/0.1 (+https://github.com/beamcrawl/beamcrawl) | sent on every request; its product token ('beamcrawl') selects the robots.txt group |
+| delay_per_host            | 1.0 s        | minimum gap between two requests to a host, measured from the END of the previous response (conservative: never shorter than a gap measured from its start) |
+| connect_timeout           | 10 s         | TCP connect (+ TLS handshake)                                   |
+| read_timeout              | 30 s         | longest silence while waiting for bytes                         |
+| deadline                  | 60 s         | whole request, connect to last body byte; a server trickling 1 byte/s cannot hold a worker longer (a watchdog shuts the socket down) |
+| max_body                  | 10 MiB       | decoded body cap; longer bodies are cut and flagged `truncated` (gzip/deflate/br inflated incrementally, so a bomb inflates at most this much) |
+| max_redirects             | 5            | hops the pipeline follows (it counts them: a 3xx is returned as REDIRECT, never followed here); robots.txt follows up to 5 hops itself |
+| max_crawl_delay           | 30 s         | a robots Crawl-delay above this defers the host (all URLs TRANSIENT 'crawl_delay_too_long') |
+| robots_ttl                | 86400 s      | robots.txt cached in the host state this long                   |
+| retry_after_cap           | 120 s        | 429/503 Retry-After up to this: pause the host, retry the URL once, and keep at least that gap (at most max_crawl_delay) between the host's requests for the rest of the round; longer: the host's remaining URLs wait for a later round |
+| max_consecutive_failures  | 5            | this many consecutive failed requests in a round park the host (remaining URLs TRANSIENT 'host_parked', no requests) |
+| obey_robots               | True         | fetch and obey robots.txt                                       |
+| allow_loopback            | False        | let 127.0.0.0/8 and ::1 through the address guard (tests, simulated web) |
+| deny_addresses            | ()           | extra CIDRs refused, on top of the built-in private/reserved ranges (even loopback) |
+| resolve                   | ()           | (host, port, address) overrides consulted before DNS (`--resolve`, `--resolve_file`) |
+| ca_bundle                 | None         | CA bundle file for TLS verification (None: certifi's bundle)    |
+| host_budget               | None         | seconds one host may take in a round; after it no new request starts (remaining URLs TRANSIENT 'host_budget'); None = no limit |
+
+Outcomes are the constants of `schemas.tables`, plus TRANSIENT ('retry in a later
+round'); `reason` says why. Reasons produced:
+
+- transient: 'dns', 'timeout_connect', 'timeout_read', 'deadline', 'reset' (connection
+  reset or closed mid-response; partial body discarded), 'connect_refused',
+  'connect_error', 'tls', 'protocol_error', 'http_5xx' codes as 'http_503' etc.,
+  'http_408', 'http_429', 'retry_after', 'host_paused', 'host_parked',
+  'crawl_delay_too_long', 'host_budget', 'robots_5xx', 'robots_429', 'robots_<network reason>',
+  'robots_forbidden_address', 'internal_error: <exception>'
+- HTTP_ERROR: 'http_404', 'http_410', ... , 'redirect_without_location', 'bad_url'
+- FORBIDDEN_ADDRESS: the guard's reason ('private', 'loopback', 'cloud_metadata', ...)
+- ROBOTS_DENIED: 'robots_txt'
+- OK may carry 'body_cap' (truncated), 'decode_error' (truncated at the corrupt point)
+  or 'unsupported_encoding:<token>' (raw body kept)
+
+Address safety: every connection (page, robots, robots redirect hops) dials an address
+the fetcher resolved itself (`netguard.Resolver`, overrides first) and checked with
+`netguard.AddressGuard`; the Host header, TLS SNI and certificate check keep the host
+name. Proxies from the environment are ignored (`trust_env=False`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from typing import Callable
+from urllib.parse import urljoin, urlsplit
+
+import requests
+
+from schemas.tables import (
+    FORBIDDEN_ADDRESS,
+    HTTP_ERROR,
+    NOT_MODIFIED,
+    OK,
+    REDIRECT,
+    ROBOTS_DENIED,
+)
+from transforms.fetch import robots as robotsmod
+from transforms.fetch.connection import (
+    classify_exception,
+    DeadlineExceeded,
+    DialAdapter,
+    Failure,
+    origin_port,
+    Response,
+    Watchdog,
+    media_type,
+    parse_retry_after,
+)
+from transforms.fetch.httpbody import (
+    BoundedDecoder,
+    DecodeError,
+    UnsupportedEncoding,
+    accept_encoding,
+    parse_content_encoding,
+)
+from transforms.fetch.netguard import ForbiddenAddressError, ResolveError, Resolver
+from transforms.fetch.records import (
+    ACCEPT,
+    DRAIN_LIMIT,
+    READ_CHUNK,
+    TRANSIENT,
+    FetchConfig,
+    FetchRequest,
+    FetchResult,
+    HostState,
+)
+
+log = logging.getLogger(__name__)
+
+# ----------------------------------------------------------------- the host fetcher
+
+class _Round:
+    """Per-fetch_host mutable state (the politeness clock, backoff, pause, parking)."""
+
+    def __init__(self, last_end: float | None):
+        self.last_end = last_end if last_end is not None else float("-inf")
+        self.not_before = float("-inf")      # Retry-After pause
+        self.failures = 0                    # consecutive failures this round
+        self.crawl_delay: float | None = None
+        self.policy: robotsmod.RobotsPolicy | None = None
+        self.robots_block: str | None = None     # reason every remaining URL waits
+        self.paused_for: float | None = None     # Retry-After beyond the cap
+        self.slow_down = 0.0                     # gap a honoured Retry-After asked for
+
+
+class HostFetcher:
+    """Fetches the URLs of one host at a time; see `fetch_host`.
+
+    One instance holds one `requests.Session` (keep-alive) and must be used by one thread
+    at a time. `clock`/`sleep` are injectable for tests; deadlines use time.monotonic.
+    """
+
+    def __init__(self, config: FetchConfig, clock: Callable[[], float] = time.time,
+                 sleep: Callable[[float], None] = time.sleep, resolver: Resolver | None = None):
+        self.config = config
+        self.clock = clock
+        self.sleep = sleep
+        self.guard = config.guard()
+        self.resolver = resolver or Resolver(config.resolve_map())
+        self.ua_token = robotsmod.product_token(config.user_agent)
+        self._watchdog: Watchdog | None = None
+        self._addresses: dict[tuple[str, int], str] = {}
+        self._session = self._new_session()
+
+    def _new_session(self) -> requests.Session:
+        s = requests.Session()
+        s.trust_env = False                  # no proxies / netrc from the environment
+        adapter = self._adapter = DialAdapter(self._dial, self._watch, max_retries=0,
+                                               pool_connections=4, pool_maxsize=1)
+        s.mount("http://", adapter)
+        s.mount("https://", adapter)
+        s.verify = self.config.ca_bundle or True
+        s.headers.clear()
+        s.headers.update({
+            "User-Agent": self.config.user_agent,
+            "Accept": ACCEPT,
+            "Accept-Encoding": accept_encoding(),
+        })
+        return s
+
+    def close(self) -> None:
+        self._session.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- address
+
+    def _dial(self, host: str, port: int) -> str:
+        addr = self.resolver.resolve(host, port)
+        reason = self.guard.check(addr)
+        if reason is not None:
+            raise ForbiddenAddressError(host, addr, reason)
+        self._addresses[(host.lower(), port)] = addr
+        return addr
+
+    def _watch(self, conn) -> None:
+        wd = self._watchdog
+        if wd is not None:
+            wd.attach(conn)
+
+    # -- politeness
+
+    def _delay(self, rnd: _Round) -> float:
+        base = max(self.config.delay_per_host, rnd.crawl_delay or 0.0, rnd.slow_down)
+        if rnd.failures:
+            cap = max(base, self.config.max_crawl_delay)
+            return min(base * (2 ** rnd.failures), cap)
+        return base
+
+    def _wait_turn(self, rnd: _Round) -> None:
+        target = max(rnd.last_end + self._delay(rnd), rnd.not_before)
+        now = self.clock()
+        if target > now:
+            self.sleep(target - now)
+
+    # -- one HTTP exchange
+
+    def _request(self, url: str, headers: dict | None, cap: int, keep_body: bool) -> Response | Failure:
+        cfg = self.config
+        t0 = self.clock()
+        m0 = time.monotonic()
+        deadline_at = m0 + cfg.deadline
+        wd = self._watchdog = Watchdog(cfg.deadline)
+        resp = None
+        try:
+            try:
+                # The adapter directly, not Session.send: even with allow_redirects=False
+                # a Session reads a 3xx body whole (unbounded, decoded) to look for the
+                # next hop. No cookie jar either: the crawler is stateless per request.
+                prep = self._session.prepare_request(requests.Request("GET", url, headers=headers))
+                resp = self._adapter.send(
+                    prep, stream=True, verify=self._session.verify, cert=None, proxies={},
+                    timeout=(min(cfg.connect_timeout, cfg.deadline), min(cfg.read_timeout, cfg.deadline)))
+                status = resp.status_code
+                if keep_body and 200 <= status < 300:
+                    body, truncated, note = self._read_body(resp, cap, deadline_at, wd)
+                else:
+                    body, truncated, note = b"", False, None
+                    self._drain(resp, deadline_at, wd)
+            except Exception as e:       # noqa: BLE001 - classified below, unknown re-raised
+                if resp is not None:
+                    resp.raw.close()
+                cls = classify_exception(e)
+                if wd.fired and (cls is None or cls[0] == TRANSIENT and cls[1] != "dns"):
+                    cls = (TRANSIENT, "deadline")     # whatever broke, the watchdog broke it
+                if cls is None:
+                    raise
+                network = cls[0] != FORBIDDEN_ADDRESS and cls[1] not in ("dns", "bad_url")
+                return Failure(cls[0], cls[1], t0, (time.monotonic() - m0) * 1000, network)
+        finally:
+            wd.cancel()
+            self._watchdog = None
+        return Response(url=url, status=status, headers=resp.headers, body=body,
+                         truncated=truncated, note=note, fetch_time=t0,
+                         elapsed_ms=(time.monotonic() - m0) * 1000)
+
+    def _read_body(self, resp, cap: int, deadline_at: float, wd: Watchdog):
+        raw = resp.raw
+        encodings = parse_content_encoding(resp.headers.get("Content-Encoding"))
+        note = None
+        try:
+            dec = BoundedDecoder(encodings, cap)
+        except UnsupportedEncoding as e:
+            note = f"unsupported_encoding:{e}"
+            dec = BoundedDecoder([], cap)
+        raw_budget = 2 * cap + READ_CHUNK    # compressed input that decodes to nothing is bounded too
+        got = 0
+        complete = False
+        try:
+            while True:
+                if time.monotonic() > deadline_at:
+                    raise DeadlineExceeded()
+                chunk = raw.read(READ_CHUNK, decode_content=False)
+                if wd.fired:
+                    raise DeadlineExceeded()
+                if not chunk:
+                    complete = True
+                    break
+                got += len(chunk)
+                dec.feed(chunk)
+                if dec.full or got > raw_budget:
+                    break
+            if complete:
+                dec.finish()
+        except DecodeError:
+            note = "decode_error"
+            raw.close()
+            return dec.getvalue(), True, note
+        truncated = dec.full or not complete
+        if truncated:
+            raw.close()          # the rest is unread: do not reuse this connection
+            note = note or "body_cap"
+        else:
+            raw.release_conn()
+        return dec.getvalue(), truncated, note
+
+    def _drain(self, resp, deadline_at: float, wd: Watchdog) -> None:
+        raw = resp.raw
+        got = 0
+        while got <= DRAIN_LIMIT:
+            if time.monotonic() > deadline_at or wd.fired:
+                raise DeadlineExceeded()
+            chunk = raw.read(READ_CHUNK, decode_content=False)
+            if wd.fired:
+                raise DeadlineExceeded()
+            if not chunk:
+                raw.release_conn()
+                return
+            got += len(chunk)
+        raw.close()
+
+    # -- bookkeeping
+
+    def _record(self, state: HostState, rnd: _Round, out: Response | Failure,
+                failure_reason: str | None) -> None:
+        end = self.clock()
+        if isinstance(out, Failure) and not out.network:
+            return
+        state.fetches += 1
+        state.last_fetch_time = end
+        rnd.last_end = end
+        if failure_reason is not None:
+            state.errors += 1
+            state.consecutive_failures += 1
+            state.last_error = failure_reason
+            rnd.failures += 1
+        else:
+            state.consecutive_failures = 0
+            rnd.failures = 0
+
+    # -- robots
+
+    def _robots(self, first_url: str, state: HostState, rnd: _Round) -> None:
+        """Sets rnd.policy (or rnd.robots_block) and the robots fields of `state`."""
+        now = self.clock()
+        if (state.robots_state in (robotsmod.PARSED, robotsmod.ALLOW_ALL)
+                and state.robots_fetched_at is not None
+                and now - state.robots_fetched_at < self.config.robots_ttl):
+            rnd.policy = state.robots_policy()
+        else:
+            self._fetch_robots(first_url, state, rnd)
+        if rnd.policy is not None:
+            rnd.crawl_delay = rnd.policy.crawl_delay(self.config.user_agent)
+            if rnd.crawl_delay is not None and rnd.crawl_delay > self.config.max_crawl_delay:
+                rnd.robots_block = "crawl_delay_too_long"
+
+    def _fetch_robots(self, first_url: str, state: HostState, rnd: _Round) -> None:
+        scheme, _host, _port = origin_port(first_url)
+        parts = urlsplit(first_url)
+        url = f"{scheme}://{parts.netloc.rsplit('@', 1)[-1]}/robots.txt"
+        headers = {"Accept": "text/plain,*/*;q=0.8"}
+        policy = None
+        status = None
+        block = None
+        for _hop in range(robotsmod.ROBOTS_MAX_REDIRECTS + 1):
+            self._wait_turn(rnd)
+            out = self._request(url, headers, robotsmod.ROBOTS_MAX_BYTES, keep_body=True)
+            if isinstance(out, Failure):
+                reason = ("robots_forbidden_address" if out.outcome == FORBIDDEN_ADDRESS
+                          else f"robots_{out.reason}")
+                self._record(state, rnd, out, reason)
+                status, block = None, reason
+                break
+            status = out.status
+            kind = robotsmod.robots_outcome(status)
+            failed = kind == robotsmod.DISALLOW_ALL
+            reason = ("robots_429" if status == 429 else "robots_5xx") if failed else None
+            self._record(state, rnd, out, reason)
+            if kind is None:
+                loc = out.headers.get("Location")
+                if not loc:
+                    policy = robotsmod.RobotsPolicy.allow_all()
+                    break
+                url = urljoin(url, loc.strip())
+                try:
+                    origin_port(url)
+                except ValueError:
+                    policy = robotsmod.RobotsPolicy.allow_all()
+                    break
+                continue
+            if kind == robotsmod.PARSED:
+                policy = robotsmod.RobotsPolicy.parse(robotsmod.decode_robots(out.body, out.truncated))
+            elif kind == robotsmod.ALLOW_ALL:
+                policy = robotsmod.RobotsPolicy.allow_all()
+            else:
+                block = reason
+            break
+        else:
+            policy = robotsmod.RobotsPolicy.allow_all()     # > 5 hops: unavailable (RFC 9309)
+
+        state.robots_status = status
+        state.robots_fetched_at = self.clock()
+        if policy is None:
+            state.robots_state = robotsmod.DISALLOW_ALL
+            state.robots_body = None
+            rnd.robots_block = block or "robots_error"
+            return
+        state.robots_state = policy.state
+        state.robots_body = policy.body if policy.state == robotsmod.PARSED else None
+        state.sitemaps = policy.sitemaps
+        state.crawl_delay = policy.crawl_delay(self.config.user_agent)
+        rnd.policy = policy
+
+    # -- pages
+
+    def _fetch_page(self, req: FetchRequest, state: HostState, rnd: _Round) -> FetchResult:
+        headers = {}
+        if req.etag:
+            headers["If-None-Match"] = req.etag
+        if req.last_modified:
+            headers["If-Modified-Since"] = req.last_modified
+        self._wait_turn(rnd)
+        out = self._request(req.url, headers or None, self.config.max_body, keep_body=True)
+        if isinstance(out, Failure):
+            self._record(state, rnd, out, out.reason if out.outcome == TRANSIENT else None)
+            return FetchResult(url=req.url, fp=req.fp, fetch_time=out.fetch_time,
+                               elapsed_ms=out.elapsed_ms, outcome=out.outcome, reason=out.reason)
+        h = out.headers
+        status = out.status
+        ctype = h.get("Content-Type")
+        res = FetchResult(url=req.url, fp=req.fp, fetch_time=out.fetch_time,
+                          elapsed_ms=out.elapsed_ms, outcome=OK, http_status=status,
+                          content_type=media_type(ctype), content_type_header=ctype,
+                          etag=h.get("ETag"), last_modified=h.get("Last-Modified"),
+                          x_robots_tag=h.get("X-Robots-Tag"))
+        failure = None
+        if 200 <= status < 300:
+            res.body, res.truncated, res.reason = out.body, out.truncated, out.note
+        elif status == 304:
+            res.outcome = NOT_MODIFIED
+            res.etag = res.etag or req.etag
+            res.last_modified = res.last_modified or req.last_modified
+        elif 300 <= status < 400:
+            loc = self._session.get_redirect_target(_LocationOnly(h))
+            if loc:
+                res.outcome = REDIRECT
+                res.redirect_to = urljoin(req.url, loc.strip())
+                res.reason = f"http_{status}"
+            else:
+                res.outcome, res.reason = HTTP_ERROR, "redirect_without_location"
+        elif status in (429, 503) and h.get("Retry-After") is not None:
+            res.outcome, res.reason = TRANSIENT, "retry_after"
+            res.retry_after = parse_retry_after(h.get("Retry-After"), self.clock())
+            if res.retry_after is None:
+                res.reason = f"http_{status}"
+            failure = res.reason
+        elif status in (408, 429) or 500 <= status < 600:
+            res.outcome, res.reason = TRANSIENT, f"http_{status}"
+            failure = res.reason
+        else:   # other 4xx, and nonsense like 999 or 1xx: permanent
+            res.outcome, res.reason = HTTP_ERROR, f"http_{status}"
+        self._record(state, rnd, out, failure)
+        return res
+
+    def _no_request(self, req: FetchRequest, outcome: str, reason: str,
+                    retry_after: float | None = None) -> FetchResult:
+        return FetchResult(url=req.url, fp=req.fp, fetch_time=self.clock(), elapsed_ms=0.0,
+                           outcome=outcome, reason=reason, retry_after=retry_after)
+
+    # -- the host
+
+    def fetch_host(self, host: str, requests: list[FetchRequest],
+                   state: HostState | None) -> tuple[list[FetchResult], HostState]:
+        """Fetch `requests` (all of one host) in order; results are in the same order.
+
+        Never raises for a request's failure: an unexpected exception turns this and the
+        remaining URLs into TRANSIENT 'internal_error: ...' results.
+        """
+        state = dataclasses.replace(state, sitemaps=list(state.sitemaps or [])) if state else HostState(host)
+        results: list[FetchResult] = []
+        try:
+            self._fetch_all(requests, state, results)
+        except Exception as e:  # noqa: BLE001 - a bug must not lose the host's other results
+            log.exception("fetcher: internal error on host %s", host)
+            why = f"internal_error: {type(e).__name__}: {e}"[:500]
+            for req in requests[len(results):]:
+                results.append(self._no_request(req, TRANSIENT, why))
+        return results, state
+
+    def _fetch_all(self, reqs: list[FetchRequest], state: HostState, results: list) -> None:
+        cfg = self.config
+        start = self.clock()
+        last = state.last_fetch_time
+        # a last fetch "in the future" (clock skew between workers) must not stall the host
+        rnd = _Round(None if last is None else min(last, start))
+        robots_done = not cfg.obey_robots
+        for req in reqs:
+            if cfg.host_budget is not None and self.clock() - start > cfg.host_budget:
+                results.append(self._no_request(req, TRANSIENT, "host_budget"))
+                continue
+            if rnd.paused_for is not None:
+                results.append(self._no_request(req, TRANSIENT, "host_paused", rnd.paused_for))
+                continue
+            if rnd.failures >= cfg.max_consecutive_failures:
+                results.append(self._no_request(req, TRANSIENT, "host_parked"))
+                continue
+            try:
+                _scheme, hostname, port = origin_port(req.url)
+            except ValueError:
+                results.append(self._no_request(req, HTTP_ERROR, "bad_url"))
+                continue
+            try:
+                state.address = self._dial(hostname, port)
+            except ForbiddenAddressError as e:
+                state.address = e.addr
+                results.append(self._no_request(req, FORBIDDEN_ADDRESS, e.reason))
+                continue
+            except ResolveError:
+                results.append(self._no_request(req, TRANSIENT, "dns"))
+                continue
+            if not robots_done:
+                robots_done = True
+                self._robots(req.url, state, rnd)
+            if rnd.robots_block is not None:
+                results.append(self._no_request(req, TRANSIENT, rnd.robots_block))
+                continue
+            if rnd.policy is not None and not rnd.policy.allowed(req.url, cfg.user_agent):
+                results.append(self._no_request(req, ROBOTS_DENIED, "robots_txt"))
+                continue
+            res = self._fetch_page(req, state, rnd)
+            if res.reason == "retry_after":
+                if res.retry_after <= cfg.retry_after_cap:
+                    rnd.not_before = self.clock() + res.retry_after
+                    # the server said we were too fast: not that fast again this round
+                    rnd.slow_down = max(rnd.slow_down, min(res.retry_after, cfg.max_crawl_delay))
+                    res = self._fetch_page(req, state, rnd)   # once, after the pause
+                if res.reason == "retry_after":
+                    rnd.paused_for = res.retry_after
+            results.append(res)
+
+
+class _LocationOnly:
+    """Adapter so Session.get_redirect_target (which fixes mis-encoded UTF-8 Locations)
+    can be used without a requests.Response."""
+
+    def __init__(self, headers):
+        self.headers = headers
+        self.is_redirect = "location" in headers

@@ -1,0 +1,84 @@
+"""One host's fetch as the round runs it: never raises, never loses a URL (pure)."""
+
+import time
+import traceback
+
+from schemas import tables
+from transforms import faults
+from transforms.fetch import hostfetcher as fetcher_mod
+from transforms.urls import canonical as urls_mod
+
+# Frontier columns a fetched page carries forward into its visited row and its links.
+CARRIED = ("fp", "url", "host", "depth", "discovered_round", "first_parent", "retries",
+           "redirects", "source", "inlinks")
+
+RESULT_FIELDS = ("fetch_time", "elapsed_ms", "outcome", "reason", "http_status", "content_type",
+                 "content_type_header", "body", "truncated", "redirect_to", "etag",
+                 "last_modified", "retry_after", "x_robots_tag")
+
+
+def _page(row, result):
+    page = {k: row.get(k) for k in CARRIED}
+    for k in RESULT_FIELDS:
+        page[k] = getattr(result, k, None)
+    return page
+
+
+def sitemap_bundle(host, rows, old_row, new_row):
+    """Sitemaps to queue after a host's fetch: those its robots.txt lists for the first time
+    (or /sitemap.xml on first contact when it lists none), as a candidates bundle."""
+    if not new_row or new_row.get("robots_fetched_at") == (old_row or {}).get("robots_fetched_at"):
+        return None
+    old = set((old_row or {}).get("sitemaps") or ())
+    urls = [u for u in (new_row.get("sitemaps") or ()) if u not in old]
+    scheme = "https" if rows and str(rows[0]["url"]).startswith("https://") else "http"
+    if old_row is None and not new_row.get("sitemaps"):
+        urls = [f"{scheme}://{host}/sitemap.xml"]
+    urls = [u for u in (urls_mod.normalize(u) for u in urls) if u]
+    if not urls:
+        return None
+    return {"src": f"{scheme}://{host}/robots.txt", "src_fp": 0, "depth": 0,
+            "source": tables.SOURCE_SITEMAP_FILE, "redirects": 0, "dst": urls, "anchor": [""] * len(urls)}
+
+
+def fetch_one_host(fetcher_factory, host, rows, state_row):
+    """Fetch one host's rows; never raises: an internal error becomes transient results."""
+    state = fetcher_mod.HostState.from_row(state_row, host)
+    requests = [fetcher_mod.FetchRequest(url=r["url"], fp=r["fp"]) for r in rows]
+    by_fp = {r["fp"]: r for r in rows}
+    f = fetcher_factory()
+    try:
+        results, state = f.fetch_host(host, requests, state)
+    except Exception as e:  # a bug or a hostile server must not lose the host's URLs
+        now = time.time()
+        reason = f"internal_error: {type(e).__name__}: {e}"[:500]
+        results = [fetcher_mod.FetchResult(
+            url=r["url"], fp=r["fp"], fetch_time=now, elapsed_ms=0.0,
+            outcome=fetcher_mod.TRANSIENT, reason=reason) for r in rows]
+        traceback.print_exc()
+    finally:
+        try:
+            f.close()
+        except Exception:
+            pass
+    faults.crash_point("fetch")
+    pages = [_page(by_fp[res.fp], res) for res in results if res.fp in by_fp]
+    done = {p["fp"] for p in pages}
+    now = time.time()
+    for r in rows:  # a fetcher that forgot a URL must not lose it either
+        if r["fp"] not in done:
+            pages.append(_page(r, fetcher_mod.FetchResult(
+                url=r["url"], fp=r["fp"], fetch_time=now, elapsed_ms=0.0,
+                outcome=fetcher_mod.TRANSIENT, reason="internal_error: no result")))
+    new_row = state.to_row()
+    return pages, new_row, sitemap_bundle(host, rows, state_row, new_row)
+
+
+class FetcherFactory:
+    """Picklable factory so each thread builds its own HostFetcher (and session)."""
+
+    def __init__(self, config):
+        self.config = config
+
+    def __call__(self):
+        return fetcher_mod.HostFetcher(self.config)

@@ -1,0 +1,165 @@
+"""Fetch: the Beam side of fetching. One element per host; many hosts at once per worker.
+
+`FetchHosts` receives one (host, its URL rows, its cached host state) element per host and
+hands it to a thread pool that lives as long as the DoFn instance (opened in `setup`).
+Each host is fetched sequentially by one `HostFetcher` (transforms.fetcher) with its
+politeness delay; concurrency comes only from fetching many hosts at the same time.
+Finished hosts are emitted as soon as they are done (on later `process` calls and in
+`finish_bundle`), so one slow host never holds back the output of the others and memory
+holds only the hosts in flight.
+"""
+
+import concurrent.futures as cf
+import time
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
+
+from schemas import tables
+from transforms.fetch.hostjob import FetcherFactory, fetch_one_host
+from transforms.tableio.step import RowsToTables
+
+
+class FetchHosts(beam.DoFn):
+    """(host, {"urls": [table], "state": [row]}) -> page dicts; host rows on tag `hosts`,
+    sitemaps to queue on tag `sitemaps`."""
+
+    def __init__(self, config, threads=32, sitemaps=True):
+        self.config = config
+        self.threads = max(1, int(threads))
+        self.sitemaps = sitemaps
+
+    def setup(self):
+        self._pool = cf.ThreadPoolExecutor(self.threads, thread_name_prefix="fetch")
+        self._factory = FetcherFactory(self.config)
+
+    def start_bundle(self):
+        self._pending = set()
+        self._started = None
+
+    def _emit(self, fut, windowed):
+        pages, host_row, sitemaps = fut.result()
+        wrap = (lambda v: WindowedValue(v, MIN_TIMESTAMP, [GlobalWindow()])) if windowed else (lambda v: v)
+        for p in pages:
+            yield wrap(p)
+        yield beam.pvalue.TaggedOutput("hosts", wrap(host_row))
+        if sitemaps and self.sitemaps:
+            yield beam.pvalue.TaggedOutput("sitemaps", wrap(sitemaps))
+
+    def process(self, element):
+        host, joined = element
+        rows = []
+        for t in joined.get("urls", []):
+            rows.extend(t.to_pylist())
+        if not rows:
+            return
+        if self._started is None:
+            self._started = time.perf_counter()
+        states = list(joined.get("state", []))
+        state_row = states[0] if states else None
+        self._pending.add(self._pool.submit(fetch_one_host, self._factory, host, rows, state_row))
+        # backpressure: keep at most 2x threads hosts in flight; emit whatever is done
+        block = len(self._pending) >= 2 * self.threads
+        done, self._pending = cf.wait(self._pending, timeout=None if block else 0,
+                                      return_when=cf.FIRST_COMPLETED)
+        for fut in done:
+            yield from self._emit(fut, windowed=False)
+
+    def finish_bundle(self):
+        for fut in cf.as_completed(list(self._pending)):
+            yield from self._emit(fut, windowed=True)
+        self._pending = set()
+        if self._started is not None:  # wall time this bundle spent fetching (for the time split)
+            yield beam.pvalue.TaggedOutput("stats", WindowedValue(
+                {"seconds_fetch": time.perf_counter() - self._started}, MIN_TIMESTAMP, [GlobalWindow()]))
+
+    def teardown(self):
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+def _host_rows(batch, selected):
+    hosts = set(selected)
+    for row in batch.to_pylist():
+        if row["host"] in hosts:
+            yield row["host"], row
+
+
+def _other_hosts(batch, selected):
+    hosts = set(selected)
+    mask = np.array([h not in hosts for h in batch.column("host").to_pylist()], dtype=bool)
+    return batch.filter(pa.array(mask))
+
+class CheckScope(beam.DoFn):
+    """Fetch-list rows that the round's URL filter rejects (the scope flags changed since the
+    URL was queued) are not fetched: they leave the frontier and are recorded as filtered."""
+
+    def __init__(self, url_filter):
+        self.url_filter = url_filter
+
+    def process(self, element):
+        host, table = element
+        urls = table.column("url").to_pylist()
+        reasons = self.url_filter.reasons(urls, table.column("depth").fill_null(0).to_pylist())
+        # sitemap documents are judged by scope only, as when they were queued
+        reasons = [None if r == "extension" and src == tables.SOURCE_SITEMAP_FILE else r
+                   for r, src in zip(reasons, table.column("source").to_pylist())]
+        if all(r is None for r in reasons):
+            yield element
+            return
+        keep = pa.array([r is None for r in reasons])
+        if any(r is None for r in reasons):
+            yield host, table.filter(keep)
+        fps = table.column("fp").to_pylist()
+        dropped = [i for i, r in enumerate(reasons) if r is not None]
+        for i in dropped:
+            yield beam.pvalue.TaggedOutput("results", {"fp": fps[i], "final": True, "dropped": True})
+        yield beam.pvalue.TaggedOutput("filtered", {
+            "src": None, "url": [urls[i] for i in dropped], "reason": [reasons[i] for i in dropped]})
+
+
+class Fetch(beam.PTransform):
+    """The fetch step of a round: fetch list + hosts table -> fetched pages and host state.
+
+    Input: a dict with `fetch_list` ((host, Arrow table of its URLs), one element per host)
+    and `hosts` (the HOSTS table as Arrow batches). Output: a dict of PCollections:
+      pages     one dict per fetched URL (its frontier columns and the fetch result)
+      hosts     the new HOSTS tables (fetched hosts updated, the others as they were)
+      sitemaps  candidates bundles of sitemaps robots.txt lists for the first time
+      results   URL-seen results of fetch-list URLs the current scope rejects (not fetched)
+      filtered  their filtered bundles
+      stats     counter dicts (fetch seconds)
+    """
+
+    def __init__(self, fetch_config, threads, use_sitemaps, url_filter):
+        super().__init__()
+        self.fetch_hosts = FetchHosts(fetch_config, threads, use_sitemaps)
+        self.url_filter = url_filter
+
+    def expand(self, inputs):
+        fetch_list, hosts = inputs["fetch_list"], inputs["hosts"]
+        # URLs the scope rejects now (flags changed since they were queued) are not fetched
+        fetch_list, out_of_scope, scope_filtered = (
+            fetch_list | "CheckScope" >> beam.ParDo(CheckScope(self.url_filter))
+            .with_outputs("results", "filtered", main="kept"))
+        # each fetched host meets its cached state (robots rules, delay, errors)
+        selected = beam.pvalue.AsList(fetch_list | "SelectedHosts" >> beam.Keys())
+        host_state = hosts | "SelectedHostState" >> beam.FlatMap(_host_rows, selected)
+        other_hosts = hosts | "UnselectedHosts" >> beam.Map(_other_hosts, selected)
+        pages, fetched_hosts, sitemap_files, fetch_stats = (
+            {"urls": fetch_list, "state": host_state}
+            | "JoinHostState" >> beam.CoGroupByKey()
+            | "Fetch" >> beam.ParDo(self.fetch_hosts).with_outputs("hosts", "sitemaps", "stats", main="pages"))
+        return {
+            "pages": pages,
+            "hosts": ((fetched_hosts | "FetchedHostTables" >> RowsToTables(tables.HOSTS),
+                       other_hosts) | "AllHosts" >> beam.Flatten()),
+            "sitemaps": sitemap_files,
+            "results": out_of_scope,
+            "filtered": scope_filtered,
+            "stats": fetch_stats,
+        }

@@ -1,0 +1,50 @@
+"""Generate as a Beam step: a combine over the frontier's row groups (see `select`)."""
+
+import apache_beam as beam
+import pyarrow as pa
+
+from transforms.generate.select import due_mask, select, split_by_host
+
+
+class SelectCombineFn(beam.CombineFn):
+    """Combines frontier batches into the fetch list (accumulator: candidate table or None)."""
+
+    def __init__(self, now, max_pages, max_per_host, max_depth):
+        self.now, self.max_pages, self.max_per_host, self.max_depth = now, max_pages, max_per_host, max_depth
+
+    def create_accumulator(self):
+        return None
+
+    def _merge(self, tables):
+        tables = [t for t in tables if t is not None and t.num_rows]
+        if not tables:
+            return None
+        merged = tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="default")
+        return select(merged, self.max_pages, self.max_per_host)
+
+    def add_input(self, acc, batch):
+        eligible = batch.filter(pa.array(due_mask(batch, self.now, self.max_depth)))
+        return self._merge([acc, eligible])
+
+    def merge_accumulators(self, accs):
+        return self._merge(list(accs))
+
+    def extract_output(self, acc):
+        return acc
+
+class Generate(beam.PTransform):
+    """Frontier batches -> one (host, Arrow table of its URLs) element per host to fetch.
+
+    A host's URLs arrive as one element, so one `process()` call owns the host: the
+    politeness unit of GroupByKey(host), produced here directly by the global selection.
+    """
+
+    def __init__(self, now, max_pages, max_per_host, max_depth=0):
+        super().__init__()
+        self.fn = SelectCombineFn(now, max_pages, max_per_host, max_depth)
+
+    def expand(self, frontier_batches):
+        return (frontier_batches
+                | "SelectTopK" >> beam.CombineGlobally(self.fn).without_defaults()
+                | "SplitByHost" >> beam.FlatMap(split_by_host)
+                | "SpreadHosts" >> beam.Reshuffle())

@@ -1,0 +1,168 @@
+"""The fate of a fetched page: one fetch result in, everything the round keeps of it out.
+
+`page_fate(page, config)` is the page step of the loop as a plain function, callable and
+testable without a runner (the way Common Crawl's jobs test `process_record`):
+
+    page (a fetch result with the frontier columns it carries) + PageConfig
+      -> PageFate(result, visited, stored, links, filtered)
+
+- `result`: what URL-seen needs to move the URL out of the frontier (final) or keep it
+  there with its retry state (transient failures, backoff in `outcome.classify`);
+- `visited`: the visited row (final outcomes only; it may carry the page text under
+  `visited.TEXT_FOR_MINHASH`, signed per batch when the table is built);
+- `stored`: the PAGES row of the body (2xx, unless noindex or store_pages is off);
+- `links`: candidate bundles the URL filter kept (links one hop deeper; a redirect target
+  with one more hop; a sitemap's pages with their lastmod and its child sitemaps);
+- `filtered`: bundles of the URLs the filter dropped, with the reason of each.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from schemas import tables
+from transforms.contentseen import fingerprints as contentseen
+from transforms.page import parse as parse_mod
+from transforms.page import sitemaps as sitemaps_mod
+from transforms.page.outcome import classify, robots_directives
+from transforms.page.visited import TEXT_FOR_MINHASH
+from transforms.urls import canonical as urls_mod
+from transforms.urls.scope import UrlFilter
+
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+VISITED_FROM_PAGE = ("fp", "url", "host", "depth", "discovered_round", "first_parent", "retries",
+                     "fetch_time", "http_status", "content_type", "truncated", "elapsed_ms", "etag",
+                     "last_modified")
+
+
+@dataclass(frozen=True)
+class PageConfig:
+    """The settings the page step reads; built once per round from the crawl's config."""
+    round_no: int
+    now: float
+    url_filter: UrlFilter = field(default_factory=UrlFilter)
+    max_retries: int = 3
+    retry_backoff: float = 60.0
+    max_redirects: int = 5
+    honour_nofollow: bool = True
+    ignore_meta_nofollow: bool = False
+    ignore_meta_noindex: bool = False
+    store_pages: bool = True
+    minhash: bool = True        # carry the page text for MinHash (near-duplicates on)
+
+
+@dataclass
+class PageFate:
+    result: dict
+    visited: dict | None = None
+    stored: dict | None = None
+    links: list = field(default_factory=list)
+    filtered: list = field(default_factory=list)
+
+
+def filter_bundle(bundle, url_filter):
+    """Split a candidates bundle by the URL filter: (kept bundle or None, filtered bundle or None).
+
+    Sitemap documents are judged by scope only: their .xml/.gz extension is not a reason.
+    """
+    urls, anchors = bundle["dst"], bundle.get("anchor") or [""] * len(bundle["dst"])
+    lastmod = bundle.get("lastmod")
+    reasons = url_filter.reasons(urls, [bundle["depth"]] * len(urls))
+    if bundle.get("source") == tables.SOURCE_SITEMAP_FILE:
+        reasons = [None if r == "extension" else r for r in reasons]
+    keep = [i for i, r in enumerate(reasons) if r is None]
+    kept = filtered = None
+    if keep:
+        kept = dict(bundle, dst=[urls[i] for i in keep], anchor=[anchors[i] for i in keep])
+        if lastmod is not None:
+            kept["lastmod"] = [lastmod[i] for i in keep]
+    if len(keep) < len(urls):
+        drop = [i for i, r in enumerate(reasons) if r is not None]
+        filtered = {"src": bundle.get("src"), "url": [urls[i] for i in drop],
+                    "reason": [reasons[i] for i in drop]}
+    return kept, filtered
+
+
+def link_bundle(page, urls, anchors, source):
+    """A page's candidates: links one hop deeper; redirect and sitemap targets carry the
+    redirect hop count or sit one level below the sitemap."""
+    is_redirect = source == tables.SOURCE_REDIRECT
+    return {"src": page["url"], "src_fp": page["fp"],
+            "depth": int(page.get("depth") or 0) + (0 if is_redirect else 1), "source": source,
+            "redirects": int(page.get("redirects") or 0) + (1 if is_redirect else 0),
+            "dst": list(urls), "anchor": list(anchors)}
+
+
+def _sitemap_bundles(page, body, visited):
+    entries, children = sitemaps_mod.parse_sitemap(body, page["url"])
+    visited["outlinks"] = len(entries) + len(children)
+    entries = [(u, lm) for u, lm in ((urls_mod.normalize(u), lm) for u, lm in entries) if u]
+    children = [u for u in (urls_mod.normalize(u) for u in children) if u]
+    bundles = []
+    if entries:
+        b = link_bundle(page, [u for u, _ in entries], [""] * len(entries), tables.SOURCE_SITEMAP)
+        b["lastmod"] = [lm for _, lm in entries]
+        bundles.append(b)
+    if children:
+        bundles.append(link_bundle(page, children, [""] * len(children), tables.SOURCE_SITEMAP_FILE))
+    return bundles
+
+
+def _html(page, body, reason, visited, config):
+    """Parse an HTML page into `visited`; returns (link bundles, body to store)."""
+    if parse_mod.looks_binary(body):
+        why = "binary body served as html" if page.get("content_type") else "binary body"
+        visited["reason"] = f"{reason}; {why}" if reason else why
+        return [], body
+    parsed = parse_mod.parse_html(body, page["url"], page.get("content_type_header"),
+                                  honour_nofollow=config.honour_nofollow,
+                                  ignore_meta_nofollow=config.ignore_meta_nofollow)
+    flags = robots_directives(parsed.meta_robots, page.get("x_robots_tag"))
+    visited.update(charset=parsed.charset, title=(parsed.title or None),
+                   canonical=parsed.canonical, outlinks=len(parsed.links),
+                   meta_robots=",".join(sorted(flags)) or None,
+                   text_fp=contentseen.text_fingerprint(parsed.text))
+    if config.minhash:  # signed in batches by visited_table (4x cheaper than one by one)
+        visited[TEXT_FOR_MINHASH] = parsed.text
+    bundles = []
+    if parsed.links and ("nofollow" not in flags or config.ignore_meta_nofollow):
+        bundles.append(link_bundle(page, parsed.links, parsed.anchors, tables.SOURCE_LINK))
+    if "noindex" in flags and not config.ignore_meta_noindex:
+        body = b""
+    return bundles, body
+
+
+def page_fate(page: dict, config: PageConfig) -> PageFate:
+    """What the round keeps of one fetched page (see the module docstring)."""
+    outcome, reason, retry = classify(page, config.now, config.max_retries, config.retry_backoff,
+                                      config.max_redirects)
+    if retry is not None:
+        return PageFate(result=dict(fp=page["fp"], final=False, **retry))
+    fate = PageFate(result=dict(fp=page["fp"], final=True))
+    body = page.get("body") or b""
+    visited = {k: page.get(k) for k in VISITED_FROM_PAGE}
+    visited.update(round=config.round_no, outcome=outcome, reason=reason, bytes=len(body),
+                   redirect_to=page.get("redirect_to"))
+    bundles = []
+    if outcome == tables.REDIRECT and page.get("redirect_to"):
+        target = urls_mod.normalize(page["redirect_to"])
+        if target:
+            visited["redirect_to"] = target
+            bundles.append(link_bundle(page, [target], [""], tables.SOURCE_REDIRECT))
+    elif outcome == tables.OK and body and page.get("source") == tables.SOURCE_SITEMAP_FILE:
+        bundles = _sitemap_bundles(page, body, visited)
+    elif outcome == tables.OK and body:
+        visited["content_fp"] = contentseen.body_fingerprint(body, page["url"])
+        ctype = (page.get("content_type") or "").lower()
+        if ctype in HTML_TYPES or not ctype:
+            bundles, body = _html(page, body, reason, visited, config)
+        if config.store_pages and body:
+            fate.stored = {"fp": page["fp"], "url": page["url"], "round": config.round_no,
+                           "content_type": page.get("content_type"), "body": body}
+    fate.visited = visited
+    for bundle in bundles:
+        kept, filtered = filter_bundle(bundle, config.url_filter)
+        if kept:
+            fate.links.append(kept)
+        if filtered:
+            fate.filtered.append(filtered)
+    return fate

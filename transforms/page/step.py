@@ -1,0 +1,101 @@
+"""Page as a Beam step: `ProcessPages` runs `fate.page_fate` on every fetched page.
+
+Outputs, per page, one element on each that applies:
+  visited     the visited row (final outcomes only)   (main)
+  results     what URL-seen needs to move the URL out of the frontier or back into it
+  pages       the stored body
+  links       one element per page with its kept links as arrays
+  filtered    (src, url[], reason[]) of links the filter dropped
+  stats       seconds spent, per bundle
+`FilterBundles` applies the URL filter to bundles found elsewhere (sitemaps of robots.txt).
+"""
+import time
+
+import apache_beam as beam
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
+
+from schemas import tables
+from transforms.page.fate import filter_bundle, page_fate
+from transforms.page.visited import retry_stats, visited_stats, visited_table
+from transforms.tableio.step import RowsToTables
+
+
+class FilterBundles(beam.DoFn):
+    """Candidates bundles -> kept bundles (main) and filtered bundles (tag `filtered`)."""
+
+    def __init__(self, url_filter):
+        self.url_filter = url_filter
+
+    def process(self, bundle):
+        kept, filtered = filter_bundle(bundle, self.url_filter)
+        if kept:
+            yield kept
+        if filtered:
+            yield beam.pvalue.TaggedOutput("filtered", filtered)
+
+
+class PageFates(beam.DoFn):
+    """Fetched pages -> their fate on the outputs above (config: a `fate.PageConfig`)."""
+
+    def __init__(self, config):
+        self.config = config
+
+    def start_bundle(self):
+        self._seconds = 0.0
+
+    def finish_bundle(self):
+        if self._seconds:
+            yield beam.pvalue.TaggedOutput("stats", WindowedValue(
+                {"seconds_parse": self._seconds}, MIN_TIMESTAMP, [GlobalWindow()]))
+
+    def process(self, page):
+        started = time.perf_counter()
+        fate = page_fate(page, self.config)
+        self._seconds += time.perf_counter() - started
+        yield beam.pvalue.TaggedOutput("results", fate.result)
+        if fate.stored is not None:
+            yield beam.pvalue.TaggedOutput("pages", fate.stored)
+        if fate.visited is not None:
+            yield fate.visited
+        for kept in fate.links:
+            yield beam.pvalue.TaggedOutput("links", kept)
+        for filtered in fate.filtered:
+            yield beam.pvalue.TaggedOutput("filtered", filtered)
+
+
+class ProcessPages(beam.PTransform):
+    """The page step of a round: fetched pages (and other candidates bundles to filter, such
+    as the sitemaps robots.txt lists) -> visited, results, pages, links, filtered, stats.
+
+    Input: a dict with `pages` (fetch dicts), `bundles` (candidates bundles to filter) and
+    `results` (result dicts decided before fetching, e.g. out of scope). Output: VISITED,
+    RESULTS and PAGES tables, kept links bundles, filtered bundles, counter dicts.
+    """
+
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+
+    def expand(self, inputs):
+        processed = (inputs["pages"] | "Process" >> beam.ParDo(PageFates(self.config))
+                     .with_outputs("results", "pages", "links", "filtered", "stats", main="visited"))
+        bundles = inputs["bundles"] | "FilterBundles" >> beam.ParDo(
+            FilterBundles(self.config.url_filter)).with_outputs("filtered", main="kept")
+        # one VISITED table per batch: MinHash signatures are computed for the whole batch
+        visited = (processed.visited
+                   | "BatchVisited" >> beam.BatchElements(min_batch_size=1, max_batch_size=2000)
+                   | "VisitedTables" >> beam.Map(visited_table))
+        results = ((processed.results, inputs["results"]) | "AllResults" >> beam.Flatten()
+                   | "ResultTables" >> RowsToTables(tables.RESULTS))
+        return {
+            "visited": visited,
+            "results": results,
+            "pages": processed.pages | "PageTables" >> RowsToTables(tables.PAGES, 500),
+            "links": (processed.links, bundles.kept) | "AllLinks" >> beam.Flatten(),
+            "filtered": (processed.filtered, bundles.filtered) | "AllFilteredLinks" >> beam.Flatten(),
+            "stats": ((visited | "VisitedStats" >> beam.Map(visited_stats),
+                       results | "RetryStats" >> beam.Map(retry_stats), processed.stats)
+                      | "PageStats" >> beam.Flatten()),
+        }

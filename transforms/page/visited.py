@@ -1,0 +1,41 @@
+"""VISITED tables of a batch of visited rows, and the counters a round reports of them (pure)."""
+
+import numpy as np
+import pyarrow as pa
+
+from schemas import tables
+from transforms.contentseen import fingerprints as contentseen
+
+TEXT_FOR_MINHASH = "_text"  # visited-row key carrying a page's text to visited_table
+
+
+def visited_table(rows):
+    """VISITED table of a batch of visited rows; MinHash signatures of the rows that carry
+    their text, and their LSH band keys (`lsh_keys`, [] for the other rows), are computed
+    here for the whole batch in one call."""
+    texts = [(i, r.pop(TEXT_FOR_MINHASH)) for i, r in enumerate(rows) if TEXT_FOR_MINHASH in r]
+    sigs = np.zeros((len(rows), contentseen.NUM_PERM), np.uint32)
+    has = np.zeros(len(rows), bool)
+    if texts:
+        idx = [i for i, _ in texts]
+        sigs[idx], has[idx] = contentseen.minhash_signatures([t for _, t in texts])
+        for i in np.flatnonzero(has):
+            rows[i]["minhash"] = sigs[i].tolist()
+    table = pa.Table.from_pylist(rows, schema=tables.VISITED)
+    return table.set_column(table.schema.get_field_index("lsh_keys"), "lsh_keys",
+                            contentseen.lsh_key_column(sigs, has))
+
+def visited_stats(table):
+    out = {"visited": table.num_rows}
+    for outcome, count in zip(*np.unique(np.array(table.column("outcome").to_pylist(), dtype=str),
+                                         return_counts=True)):
+        out[f"outcome_{outcome}"] = int(count)
+    for s in table.column("http_status").to_pylist():
+        key = f"status_{s // 100}xx" if s else "status_none"
+        out[key] = out.get(key, 0) + 1
+    out["bytes"] = int(sum(b or 0 for b in table.column("bytes").to_pylist()))
+    return out
+
+
+def retry_stats(table):
+    return {"retried": int((~table.column("final").to_numpy(zero_copy_only=False)).sum())}

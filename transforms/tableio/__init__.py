@@ -1,0 +1,6 @@
+"""Table I/O: crawl tables in and out of a round (Parquet through Beam's FileSystems).
+
+- `files`: plain functions that read row groups and whole views of a table's files.
+- `step`: the Beam side: `ReadTables`, `WriteTable`, `WriteStats`, `RowsToTables` and the
+  `ArrowTableCoder` that lets `pa.Table` elements cross stage boundaries cheaply.
+"""

@@ -1,0 +1,65 @@
+"""Reading crawl-table files: row groups and whole views, through Beam's `FileSystems`
+(so gs://, s3:// and hdfs:// crawl directories work as local ones). No pipeline needed."""
+
+import io
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+
+from schemas import tables
+from schemas.tables import ParquetReadError  # noqa: F401  (raised here; callers catch it by this name too)
+
+
+def _subschema(schema, columns):
+    return schema if columns is None else pa.schema([schema.field(c) for c in columns])
+
+
+def _read_columns(schema, columns, file_schema):
+    """The requested columns this file has (older files may lack a newer column)."""
+    wanted = schema.names if columns is None else list(columns)
+    return [c for c in wanted if c in file_schema.names]
+
+
+def read_row_group(path, index, schema, columns=None) -> pa.Table:
+    """Row group `index` of `path`, conformed to `schema` restricted to `columns`."""
+    sub = _subschema(schema, columns)
+    try:
+        with FileSystems.open(path) as f:
+            pf = pq.ParquetFile(f)
+            t = pf.read_row_group(index, columns=_read_columns(sub, None, pf.schema_arrow))
+    except Exception as e:
+        raise ParquetReadError(f"{path}: cannot read row group {index} ({type(e).__name__}: {e}). "
+                               f"The file is damaged; restore it from a backup.") from e
+    return tables.conform(t, sub)
+
+
+def read_row_groups(path, schema):
+    """Yield (path, row_group, table of `schema`) for each non-empty row group of `path`.
+
+    For a DoFn that reads files itself, so that wide or many tables never become
+    elements between stages.
+    """
+    try:
+        with FileSystems.open(path) as f:
+            pf = pq.ParquetFile(f)
+            cols = _read_columns(schema, None, pf.schema_arrow)
+            for i in range(pf.num_row_groups):
+                t = tables.conform(pf.read_row_group(i, columns=cols), schema)
+                if t.num_rows:
+                    yield path, i, t
+    except Exception as e:
+        raise ParquetReadError(f"{path}: cannot read this Parquet file ({type(e).__name__}: "
+                               f"{e}). It is missing or damaged; restore it from a backup.") from e
+
+def read_view(files, schema, columns=None) -> pa.Table:
+    """The rows of all `files` as one Arrow table of `schema` (restricted to `columns`):
+    for reports, notebooks, tests and the whole-frontier scorer."""
+    sub = _subschema(schema, columns)
+    parts = []
+    for path in files:
+        with FileSystems.open(path) as f:
+            pf = pq.ParquetFile(io.BytesIO(f.read()))
+            t = pf.read(columns=_read_columns(sub, None, pf.schema_arrow))
+        parts.append(tables.conform(t, sub))
+    return pa.concat_tables(parts) if parts else sub.empty_table()

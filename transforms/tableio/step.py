@@ -1,0 +1,211 @@
+"""Reading crawl tables: Parquet files -> Arrow tables, one per row group.
+
+A lean replacement for `ReadAllFromParquetBatched` where a round reads its inputs: one
+Create and one DoFn instead of Beam's ~10-transform file-reading composite (construction
+and stage planning are a fixed cost every round pays), the table's columns and schema
+applied while reading (so a narrow read never builds wide tables), and optionally each
+table's position `(path, row_group)`, so a later step can go back for more columns of
+only the row groups it needs (`read_row_group`). Files are opened through Beam's
+`FileSystems`, so gs://, s3:// and hdfs:// crawl directories work as local ones.
+
+Writing: `WriteTable` writes Arrow tables through our own `FileBasedSink` (Beam handles the
+temporary files and the renames on commit), buffering small upstream tables into large row
+groups; `WriteStats` sums the round's counter dicts into one JSON file. `ArrowTableCoder`
+carries `pa.Table` elements between stages as Arrow IPC bytes.
+"""
+
+import json
+import time
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io import filebasedsink
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.io.iobase import Write
+from apache_beam.metrics import Metrics
+
+from schemas import tables
+from transforms.tableio.files import _subschema, read_row_groups
+
+
+class ArrowTableCoder(beam.coders.Coder):
+    """pa.Table <-> Arrow IPC stream bytes (schema included, so any table round-trips)."""
+
+    def encode(self, table):
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        return sink.getvalue().to_pybytes()
+
+    def decode(self, data):
+        return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+
+    def estimate_size(self, table):
+        return table.nbytes
+
+    def is_deterministic(self):
+        return False
+
+    def to_type_hint(self):
+        return pa.Table
+
+    def __eq__(self, other):
+        return type(self) is type(other)
+
+    def __hash__(self):
+        return hash(type(self))
+
+
+beam.coders.registry.register_coder(pa.Table, ArrowTableCoder)
+
+class _ReadRowGroups(beam.DoFn):
+    def __init__(self, schema, columns, with_positions):
+        self.schema = _subschema(schema, columns)
+        self.with_positions = with_positions
+
+    def process(self, path):
+        for element in read_row_groups(path, self.schema):
+            yield element if self.with_positions else element[2]
+
+
+class ReadTables(beam.PTransform):
+    """`files` (paths known at construction) -> Arrow tables of `schema`[`columns`].
+
+    One element per row group; with `with_positions`, elements are (path, row_group, table).
+    No files gives an empty PCollection. `reshuffle` spreads the files over workers (on a
+    distributed runner); off by default, where the in-process runner gains nothing from it.
+    """
+
+    def __init__(self, files, schema, columns=None, with_positions=False, reshuffle=False):
+        super().__init__()
+        self.files, self.schema, self.columns = list(files), schema, columns
+        self.with_positions, self.reshuffle = with_positions, reshuffle
+
+    def expand(self, pbegin):
+        files = pbegin | "Files" >> beam.Create(self.files, reshuffle=self.reshuffle)
+        element = (beam.typehints.Tuple[str, int, pa.Table] if self.with_positions else pa.Table)
+        return files | "ReadRowGroups" >> beam.ParDo(
+            _ReadRowGroups(self.schema, self.columns, self.with_positions)).with_output_types(element)
+
+PARQUET_CODEC = "zstd"
+ROW_GROUP_ROWS = 64 * 1024
+# Beam metric (a distribution, in microseconds) of the time spent encoding and writing
+# table files; the round adds it to its report's time split as "write".
+WRITE_METRIC = ("beamcrawl", "write_micros")
+
+
+class RowsToTables(beam.PTransform):
+    """Row dicts -> Arrow tables of `schema` (one per batch of rows)."""
+
+    def __init__(self, schema, max_batch=5000):
+        super().__init__()
+        self.schema, self.max_batch = schema, max_batch
+
+    def expand(self, rows):
+        schema = self.schema
+        return (rows
+                | "Batch" >> beam.BatchElements(min_batch_size=1, max_batch_size=self.max_batch)
+                | "ToTable" >> beam.Map(lambda batch: pa.Table.from_pylist(batch, schema=schema)))
+
+
+class _OpenTable:
+    """One open table file: its handle, Parquet writer and the tables not yet written."""
+
+    def __init__(self, handle, writer):
+        self.handle, self.writer, self.pending, self.rows = handle, writer, [], 0
+
+
+class _TableSink(filebasedsink.FileBasedSink):
+    """Parquet shards of Arrow tables, in row groups of about `row_group_rows` rows.
+
+    Upstream tables are often small (a URL-seen bucket, a batch of pages); written one
+    row group each they would make files slow to read and badly compressed, so tables
+    are buffered up to a row group. Beam's file sink writes to temporary files and
+    renames them when the bundle commits, so a retried bundle leaves no extra rows.
+    """
+
+    def __init__(self, prefix, schema, codec, row_group_rows):
+        super().__init__(prefix, coder=None, file_name_suffix=".parquet",
+                         mime_type="application/x-parquet",
+                         compression_type=CompressionTypes.UNCOMPRESSED)
+        self.schema, self.codec, self.row_group_rows = schema, codec, row_group_rows
+        self._micros = Metrics.distribution(*WRITE_METRIC)
+
+    def open(self, temp_path):
+        handle = super().open(temp_path)
+        return _OpenTable(handle, pq.ParquetWriter(handle, self.schema, compression=self.codec))
+
+    def _flush(self, f, final=False):
+        """Write the pending rows in whole row groups (all of them when `final`)."""
+        if not f.pending:
+            return
+        started = time.perf_counter()
+        t = pa.concat_tables(f.pending) if len(f.pending) > 1 else f.pending[0]
+        n = t.num_rows if final else t.num_rows - t.num_rows % self.row_group_rows
+        if n:
+            f.writer.write_table(t.slice(0, n), row_group_size=self.row_group_rows)
+        rest = t.slice(n)
+        f.pending, f.rows = ([rest] if rest.num_rows else []), rest.num_rows
+        self._micros.update(int((time.perf_counter() - started) * 1e6))
+
+    def write_record(self, f, table):
+        f.pending.append(table)
+        f.rows += table.num_rows
+        if f.rows >= self.row_group_rows:
+            self._flush(f)
+
+    def close(self, f):
+        self._flush(f, final=True)
+        started = time.perf_counter()
+        f.writer.close()
+        f.handle.close()
+        self._micros.update(int((time.perf_counter() - started) * 1e6))
+
+
+class WriteTable(beam.PTransform):
+    """Arrow tables -> Parquet shards under `prefix` (prefix-SSSSS-of-NNNNN.parquet)."""
+
+    def __init__(self, prefix, schema, row_group_rows=ROW_GROUP_ROWS):
+        super().__init__()
+        self.prefix, self.schema, self.row_group_rows = prefix, schema, row_group_rows
+
+    def expand(self, batches):
+        schema = self.schema
+        return (batches
+                | "Conform" >> beam.Map(lambda t: tables.conform(t, schema)).with_output_types(pa.Table)
+                | "NonEmpty" >> beam.Filter(lambda t: t.num_rows > 0).with_output_types(pa.Table)
+                | "Parquet" >> Write(_TableSink(self.prefix, schema, PARQUET_CODEC,
+                                                self.row_group_rows)))
+
+
+def sum_dicts(dicts):
+    out = {}
+    for d in dicts:
+        for k, v in d.items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+class _WriteJson(beam.DoFn):
+    def __init__(self, path):
+        self.path = path
+
+    def process(self, obj):
+        with FileSystems.create(self.path) as f:
+            f.write(json.dumps(obj, indent=2, sort_keys=True).encode("utf-8"))
+        yield self.path
+
+
+class WriteStats(beam.PTransform):
+    """Sum counter dicts and write them as one JSON file (idempotent if a bundle is retried)."""
+
+    def __init__(self, path):
+        super().__init__()
+        self.path = path
+
+    def expand(self, stats):
+        return (stats
+                | "Sum" >> beam.CombineGlobally(sum_dicts)
+                | "Write" >> beam.ParDo(_WriteJson(self.path)))
