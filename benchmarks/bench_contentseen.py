@@ -140,8 +140,8 @@ class _OnePhase:
         dups = {"new": new, "old": old} | "ExactDuplicates" >> contentseen_step.ContentSeen(self.round_no)
         side = beam.pvalue.AsDict(dups | "DupFps" >> beam.FlatMap(contentseen_oldside._pairs))
         visited = new | "MarkDuplicates" >> beam.Map(contentseen_oldside.mark_duplicates, side)
-        near = ({"new": visited | "NearNew" >> beam.Map(contentseen_oldside._not_duplicate),
-                 "old": old | "NearOld" >> beam.Map(contentseen_oldside._not_duplicate)}
+        near = ({"new": visited | "NearNew" >> beam.Map(contentseen_oldside.not_duplicate),
+                 "old": old | "NearOld" >> beam.Map(contentseen_oldside.not_duplicate)}
                 | "NearDuplicates" >> contentseen_step.NearDuplicates())
         return visited, near
 

@@ -115,8 +115,8 @@ def expected(old, new, max_group=contentseen_fingerprints.MAX_GROUP, mark=True):
     marked = contentseen_oldside.mark_duplicates(new, dict(zip(dups.column("fp").to_pylist(),
                                               dups.column("duplicate_of").to_pylist()))
                                 if mark else {})
-    nb, keys = contentseen_duplicates._band_rows(contentseen_oldside._not_duplicate(marked), BANDS, ROWS, contentseen_fingerprints.NUM_PERM, True)
-    ob, _ = contentseen_duplicates._band_rows(contentseen_oldside._not_duplicate(old), BANDS, ROWS, contentseen_fingerprints.NUM_PERM, False,
+    nb, keys = contentseen_duplicates._band_rows(contentseen_oldside.not_duplicate(marked), BANDS, ROWS, contentseen_fingerprints.NUM_PERM, True)
+    ob, _ = contentseen_duplicates._band_rows(contentseen_oldside.not_duplicate(old), BANDS, ROWS, contentseen_fingerprints.NUM_PERM, False,
                           keep_keys=np.unique(keys))
     near = set(contentseen_duplicates.candidate_pairs([nb, ob], BANDS, ROWS, contentseen_fingerprints.NUM_PERM, 0.9, max_group))
     return sorted(zip(dups.column("fp").to_pylist(), dups.column("duplicate_of").to_pylist())), sorted(near)
@@ -138,7 +138,7 @@ def run_round(files, new, max_group=None):
     else:
         hits = {"new": visited, "old": old} | contentseen_step.OldHits(ROUND, True, max_group)
         dups = None
-        near = ({"new": visited | beam.Map(contentseen_oldside._not_duplicate), "old": hits["near"]}
+        near = ({"new": visited | beam.Map(contentseen_oldside.not_duplicate), "old": hits["near"]}
                 | contentseen_step.NearDuplicates(max_group=max_group)
                 | beam.Map(lambda d: tuple(d[c] for c in contentseen_fingerprints.NEAR_PAIRS)))
     return p, dups, near

@@ -4,4 +4,69 @@
 - `duplicates`: exact duplicates, candidate pairs, mirrors over Arrow tables (pure).
 - `oldside`: probing the visited view's narrow columns for this round's keys (pure).
 - `step`: `ApplyContentSeen` and its parts, the Beam step of the round.
+
+The Beam steps, their inputs, outputs and rules
+=================================================
+
+ContentSeen(key="content_fp", buckets=16)  -- exact duplicates
+
+  input  dict of PCollections of Arrow tables:
+         ``new``: this round's fetched pages with content: columns fp, url, host, content_fp
+                  (round is the transform's round_no; rows with content_fp 0/null ignored);
+         ``old``: the visited view of committed rounds, columns fp, url, host, round,
+                  content_fp (read with ReadTables(..., columns)); url and
+                  host may be left out to read less (then duplicate_of / duplicate_of_host
+                  are null for old firsts, and duplicate_of_fp names them).
+  output PCollection of Arrow tables ``DUPLICATES``, one row per duplicate page of this
+         round: fp, url, host, content_fp, duplicate_of (url), duplicate_of_fp,
+         duplicate_of_host, duplicate_of_round.
+  rule   per content fingerprint, the first page is the one with the smallest
+         (round, fp) over old and new rows; every *other* URL of this round with that
+         fingerprint is its duplicate. A re-fetch of the first URL itself is not a
+         duplicate. Deterministic: independent of bundle/worker order.
+  caller sets visited.duplicate_of (and outcome=duplicate, if so configured) for these
+         fps and drops their links before URL-seen (links of duplicates are not expanded).
+  cost   the old side is filtered map-side against a side input holding this round's
+         fingerprints (one sorted int64 array), so only matching rows are shuffled; the
+         visited view is read once, by column.
+
+NearDuplicates(threshold=0.9, num_perm=128, buckets=16, max_group=200, params=LSH_PARAMS,
+               min_jaccard=None)
+  -- MinHash LSH. `threshold` picks the bands; pairs are kept when their Jaccard estimate
+  is >= min_jaccard (default: threshold; 0 keeps every LSH candidate pair).
+
+  input  dict: ``new`` (this round) and ``old`` (visited view): tables with columns fp,
+         url, round, minhash (list<uint32>, nulls skipped). Exact duplicates should be
+         left out of ``new`` (they are reported by ContentSeen), and ``old`` may be
+         restricted to rows whose duplicate_of is null.
+  steps  band keys (b bands of r rows: ``LSH_PARAMS`` = (16, 8) by default, the same bands
+         as ``MinHashLSH(threshold, num_perm, params=(16, 8))``; ``params=None`` for
+         datasketch's own optimum, (5, 25) at 0.9/128, which misses half the pairs at
+         Jaccard 0.92) -> old rows kept
+         only if one of their band keys is a band key of this round (side input) ->
+         GroupByKey on band-key bucket -> candidate pairs (band slices equal, at least one
+         page new) -> Jaccard estimate (share of equal MinHash values) >= threshold ->
+         distinct pairs.
+  output PCollection of dicts ``NEAR_PAIRS`` fields: fp, url, round (the later page by
+         (round, fp)), of_fp, of_url, of_round (the earlier), jaccard. Pairs between two
+         old pages are not repeated (they were reported in their round).
+  limit  a band bucket holding more than ``max_group`` pages with one key pairs each new
+         page with the ``max_group`` earliest others only (bounds the O(g^2) of
+         boilerplate pages); 0 = no limit.
+
+SuspectMirrors(min_pages=3): from the DUPLICATES tables, (host, duplicate_of_host, pages)
+  for host pairs with at least ``min_pages`` duplicate pages this round.
+``round_stats`` / ContentSeenStats: {"exact_duplicates", "near_duplicates",
+  "mirror_hosts_suspected"} for the round's report.
+
+ApplyContentSeen input: a dict of PCollections:
+  visited  this round's VISITED tables          links  this round's candidates bundles
+  pages    this round's PAGES tables            old    the visited view of committed rounds:
+                                                       (path, row_group, table) elements of
+                                                       columns OLD_COLUMNS (ReadTables(...,
+                                                       OLD_COLUMNS, with_positions=True))
+Output: a dict with the same `visited` (exact duplicates get outcome `duplicate` and
+`duplicate_of`, and empty `lsh_keys`), `links` (bundles of duplicate pages dropped unless
+expand_duplicates), `pages` (bodies of duplicates dropped), `near` (NEAR_DUPLICATES
+tables) and `stats`.
 """

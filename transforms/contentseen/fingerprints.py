@@ -1,4 +1,4 @@
-"""Content-seen: exact duplicates, near-duplicates (MinHash + LSH) and suspected mirrors.
+"""Content-seen's fingerprints: what a page's content is reduced to (plain functions).
 
 URL-seen stops a URL from being fetched twice; content-seen stops the *same content* under
 another URL (mirrors, copies, query-order variants) from being expanded again. Both work
@@ -8,7 +8,7 @@ committed round, and only a map-side semi-join of the visited view reaches the s
 Contract
 ========
 
-Fingerprints (pure, per page; the round computes them in Process and stores them in VISITED)
+Fingerprints (per page; the page step computes them and VISITED stores them)
 
 - ``body_fingerprint(body, url) -> int64``: blake2b-8 of the *normalised* body: the page's
   own host name (any case, e.g. ``HTTP://MiRrOr1.example``) replaced by a placeholder,
@@ -16,7 +16,7 @@ Fingerprints (pure, per page; the round computes them in Process and stores them
   of ASCII whitespace collapsed, so a mirror that writes absolute links to itself gives
   the same fingerprint as the original. 0 for an empty body. -> ``content_fp``.
 - ``text_fingerprint(text) -> int64``: blake2b-8 of the visible text, whitespace
-  collapsed (equal to ``process.content_fingerprint(text.encode())`` for collapsed text).
+  collapsed (a blake2b-8 of the collapsed text's UTF-8 bytes).
   -> ``text_fp``.
 - ``minhash_signatures(texts, num_perm=128, shingle=2, seed=1) -> uint32[n, num_perm]``:
   datasketch MinHash (``MinHash.bulk``) over lower-cased word ``shingle``-grams of the
@@ -28,57 +28,6 @@ Fingerprints (pure, per page; the round computes them in Process and stores them
   later round probes old pages by this narrow column instead of banding 128 values each;
   ``lsh_keys_of(column)`` flattens it to (row, key) pairs and names the null rows (files
   written before the column: their keys come from ``minhash``, ``band_keys`` again).
-
-ContentSeen(key="content_fp", buckets=16)  -- exact duplicates
-
-  input  dict of PCollections of Arrow tables:
-         ``new``: this round's fetched pages with content: columns fp, url, host, content_fp
-                  (round is the transform's round_no; rows with content_fp 0/null ignored);
-         ``old``: the visited view of committed rounds, columns fp, url, host, round,
-                  content_fp (read with ReadAllFromParquetBatched(columns=...)); url and
-                  host may be left out to read less (then duplicate_of / duplicate_of_host
-                  are null for old firsts, and duplicate_of_fp names them).
-  output PCollection of Arrow tables ``DUPLICATES``, one row per duplicate page of this
-         round: fp, url, host, content_fp, duplicate_of (url), duplicate_of_fp,
-         duplicate_of_host, duplicate_of_round.
-  rule   per content fingerprint, the first page is the one with the smallest
-         (round, fp) over old and new rows; every *other* URL of this round with that
-         fingerprint is its duplicate. A re-fetch of the first URL itself is not a
-         duplicate. Deterministic: independent of bundle/worker order.
-  caller sets visited.duplicate_of (and outcome=duplicate, if so configured) for these
-         fps and drops their links before URL-seen (links of duplicates are not expanded).
-  cost   the old side is filtered map-side against a side input holding this round's
-         fingerprints (one sorted int64 array), so only matching rows are shuffled; the
-         visited view is read once, by column.
-
-NearDuplicates(threshold=0.9, num_perm=128, buckets=16, max_group=200, params=LSH_PARAMS,
-               min_jaccard=None)
-  -- MinHash LSH. `threshold` picks the bands; pairs are kept when their Jaccard estimate
-  is >= min_jaccard (default: threshold; 0 keeps every LSH candidate pair).
-
-  input  dict: ``new`` (this round) and ``old`` (visited view): tables with columns fp,
-         url, round, minhash (list<uint32>, nulls skipped). Exact duplicates should be
-         left out of ``new`` (they are reported by ContentSeen), and ``old`` may be
-         restricted to rows whose duplicate_of is null.
-  steps  band keys (b bands of r rows: ``LSH_PARAMS`` = (16, 8) by default, the same bands
-         as ``MinHashLSH(threshold, num_perm, params=(16, 8))``; ``params=None`` for
-         datasketch's own optimum, (5, 25) at 0.9/128, which misses half the pairs at
-         Jaccard 0.92) -> old rows kept
-         only if one of their band keys is a band key of this round (side input) ->
-         GroupByKey on band-key bucket -> candidate pairs (band slices equal, at least one
-         page new) -> Jaccard estimate (share of equal MinHash values) >= threshold ->
-         distinct pairs.
-  output PCollection of dicts ``NEAR_PAIRS`` fields: fp, url, round (the later page by
-         (round, fp)), of_fp, of_url, of_round (the earlier), jaccard. Pairs between two
-         old pages are not repeated (they were reported in their round).
-  limit  a band bucket holding more than ``max_group`` pages with one key pairs each new
-         page with the ``max_group`` earliest others only (bounds the O(g^2) of
-         boilerplate pages); 0 = no limit.
-
-SuspectMirrors(min_pages=3): from the DUPLICATES tables, (host, duplicate_of_host, pages)
-  for host pairs with at least ``min_pages`` duplicate pages this round.
-``round_stats`` / ContentSeenStats: {"exact_duplicates", "near_duplicates",
-  "mirror_hosts_suspected"} for the round's report.
 """
 
 from __future__ import annotations

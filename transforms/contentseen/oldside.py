@@ -1,15 +1,5 @@
-"""Content-seen applied to a round: mark duplicates, stop their links, find near-duplicates.
-
-Wraps transforms.contentseen for the round pipeline. Input: a dict of PCollections:
-  visited  this round's VISITED tables          links  this round's candidates bundles
-  pages    this round's PAGES tables            old    the visited view of committed rounds:
-                                                       (path, row_group, table) elements of
-                                                       columns OLD_COLUMNS (ReadTables(...,
-                                                       OLD_COLUMNS, with_positions=True))
-Output: a dict with the same `visited` (exact duplicates get outcome `duplicate` and
-`duplicate_of`, and empty `lsh_keys`), `links` (bundles of duplicate pages dropped unless
-expand_duplicates), `pages` (bodies of duplicates dropped), `near` (NEAR_DUPLICATES
-tables) and `stats`.
+"""Content-seen's old side: what this round's pages are checked against in the visited view
+of every committed round (plain functions; `step.OldHits` runs them as Beam steps).
 
 The old side in two phases (OldHits), so a round's work on the visited view is a scan of
 narrow columns plus wide reads of the few pages that matter:
@@ -71,7 +61,7 @@ def _drop_rows(table, dups):
     return table.filter(pa.array([fp not in dups for fp in table.column("fp").to_pylist()]))
 
 
-def _not_duplicate(table):
+def not_duplicate(table):
     """Rows for near-duplicate search: with a signature and not an exact duplicate."""
     mask = pc.and_(pc.is_valid(table.column("minhash")), pc.is_null(table.column("duplicate_of")))
     return table.filter(mask).select(["fp", "url", "round", "minhash"])
@@ -161,14 +151,14 @@ def probe_row_group(path, index, table, content_keys, band_keys=None,
         if missing:
             compat = True
             wide = read_row_group(path, index, tables.VISITED, COMPAT_COLUMNS)
-            _check_fps(path, index, wide, np.arange(table.num_rows), fp)
+            check_fps(path, index, wide, np.arange(table.num_rows), fp)
         rows, keys = band_keys_by_row(table, wide)
         hit = _contains(keys, band_keys)
         out += _hits(NEAR, keys[hit], rows[hit], rnd, fp, path, index, max_group)
     return out, compat
 
 
-def _check_fps(path, index, table, rows, fps):
+def check_fps(path, index, table, rows, fps):
     got = table.column("fp").take(pa.array(rows, type=pa.int64())).to_numpy(zero_copy_only=False)
     if len(got) != len(fps) or not np.array_equal(got.astype(np.int64), np.asarray(fps, np.int64)):
         raise tables.ParquetReadError(
@@ -180,3 +170,17 @@ def _union(arrays):
     return sorted_unique(np.concatenate(arrays)) if arrays else np.zeros(0, np.int64)
 
 
+def read_hits(path, index, kind, hits, read_row_group):
+    """Phase 2 on one row group: (table of its hit rows read wide, rows in the row group).
+
+    `hits`: (row, fp) pairs (a row may repeat); kind EXACT gives EXACT_COLUMNS, NEAR gives
+    fp, url, round, minhash of the rows with a signature and no duplicate_of (NEAR_COLUMNS
+    are read). `read_row_group(path, index, schema, columns)` is the caller's file reader.
+    """
+    sel = dict(hits)
+    t = read_row_group(path, index, tables.VISITED, EXACT_COLUMNS if kind == EXACT
+                       else NEAR_COLUMNS)
+    idx = np.array(sorted(sel), np.int64)
+    check_fps(path, index, t, idx, [sel[i] for i in idx])
+    part = t.take(pa.array(idx, type=pa.int64()))
+    return (part if kind == EXACT else not_duplicate(part)), t.num_rows

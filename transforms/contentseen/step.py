@@ -1,5 +1,8 @@
 """Content-seen as Beam steps: ContentSeen (exact), NearDuplicates (LSH), SuspectMirrors, and
-`ApplyContentSeen`, which applies them to a round with the two-phase old side (see `oldside`)."""
+`ApplyContentSeen`, which applies them to a round with the two-phase old side (see `oldside`).
+
+The contract of each step is in the package docstring (transforms/contentseen/__init__.py).
+"""
 
 from __future__ import annotations
 
@@ -27,18 +30,16 @@ from transforms.contentseen.fingerprints import (
 )
 from transforms.contentseen.oldside import (
     EXACT,
-    EXACT_COLUMNS,
     NEAR,
-    NEAR_COLUMNS,
-    _check_fps,
     _drop_rows,
-    _not_duplicate,
     _pairs,
     _union,
     mark_duplicates,
     new_band_keys,
     new_content_keys,
+    not_duplicate,
     probe_row_group,
+    read_hits,
 )
 from transforms.tableio import files as readparquet
 from transforms.urls.fpsets import FpIndex, member
@@ -274,22 +275,6 @@ class _Earliest(beam.CombineFn):
 
 
 # --------------------------------------------------------------------------- old side, phase 2
-def read_hits(path, index, kind, hits):
-    """Phase 2 on one row group: (table of its hit rows read wide, rows in the row group).
-
-    `hits`: (row, fp) pairs (a row may repeat); kind EXACT gives EXACT_COLUMNS, NEAR gives
-    fp, url, round, minhash of the rows with a signature and no duplicate_of (NEAR_COLUMNS
-    are read).
-    """
-    sel = dict(hits)
-    t = readparquet.read_row_group(path, index, tables.VISITED, EXACT_COLUMNS if kind == EXACT
-                                   else NEAR_COLUMNS)
-    idx = np.array(sorted(sel), np.int64)
-    _check_fps(path, index, t, idx, [sel[i] for i in idx])
-    part = t.take(pa.array(idx, type=pa.int64()))
-    return (part if kind == EXACT else _not_duplicate(part)), t.num_rows
-
-
 class _ReadHits(beam.DoFn):
     def __init__(self, kind):
         self.kind = kind
@@ -299,7 +284,7 @@ class _ReadHits(beam.DoFn):
 
     def process(self, element):
         (path, index), hits = element
-        t, rows_read = read_hits(path, index, self.kind, hits)
+        t, rows_read = read_hits(path, index, self.kind, hits, readparquet.read_row_group)
         self.row_groups.inc()
         self.rows_read.inc(rows_read)
         self.hit_rows.inc(t.num_rows)
@@ -409,7 +394,7 @@ class ApplyContentSeen(beam.PTransform):
                 lambda b, d: b.get("src_fp") not in d or b.get("source") != tables.SOURCE_LINK,
                 dup_side)
         if self.near_threshold:
-            near_new = visited | "NearNew" >> beam.Map(_not_duplicate)
+            near_new = visited | "NearNew" >> beam.Map(not_duplicate)
             live = (near_new | "NearNewKeys" >> beam.Map(new_band_keys)
                     | "LiveBandKeys" >> beam.CombineGlobally(_SortedKeys()))
             near = ({"new": near_new, "old": probed[NEAR] | "ReadNearHits" >> ReadHits(NEAR, live)}

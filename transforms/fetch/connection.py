@@ -7,6 +7,7 @@ import http.client
 import socket
 import ssl
 import threading
+import time
 from dataclasses import dataclass
 from typing import Iterator
 from urllib.parse import urlsplit
@@ -18,8 +19,14 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.poolmanager import PoolManager
 
 from schemas.tables import FORBIDDEN_ADDRESS, HTTP_ERROR
+from transforms.fetch.httpbody import (
+    BoundedDecoder,
+    DecodeError,
+    UnsupportedEncoding,
+    parse_content_encoding,
+)
 from transforms.fetch.netguard import ForbiddenAddressError, ResolveError
-from transforms.fetch.records import TRANSIENT
+from transforms.fetch.records import DRAIN_LIMIT, READ_CHUNK, TRANSIENT
 
 # ----------------------------------------------------------------- dialing the resolved address
 
@@ -258,3 +265,70 @@ def origin_port(url: str) -> tuple[str, str, int]:
             raise ValueError(f"bad host name: {e}") from None
     port = parts.port or (443 if scheme == "https" else 80)
     return scheme, host, port
+
+
+class LocationOnly:
+    """Adapter so Session.get_redirect_target (which fixes mis-encoded UTF-8 Locations)
+    can be used without a requests.Response."""
+
+    def __init__(self, headers):
+        self.headers = headers
+        self.is_redirect = "location" in headers
+
+
+# ----------------------------------------------------------------- reading a body
+
+def read_body(resp, cap: int, deadline_at: float, wd: Watchdog):
+    raw = resp.raw
+    encodings = parse_content_encoding(resp.headers.get("Content-Encoding"))
+    note = None
+    try:
+        dec = BoundedDecoder(encodings, cap)
+    except UnsupportedEncoding as e:
+        note = f"unsupported_encoding:{e}"
+        dec = BoundedDecoder([], cap)
+    raw_budget = 2 * cap + READ_CHUNK    # compressed input that decodes to nothing is bounded too
+    got = 0
+    complete = False
+    try:
+        while True:
+            if time.monotonic() > deadline_at:
+                raise DeadlineExceeded()
+            chunk = raw.read(READ_CHUNK, decode_content=False)
+            if wd.fired:
+                raise DeadlineExceeded()
+            if not chunk:
+                complete = True
+                break
+            got += len(chunk)
+            dec.feed(chunk)
+            if dec.full or got > raw_budget:
+                break
+        if complete:
+            dec.finish()
+    except DecodeError:
+        note = "decode_error"
+        raw.close()
+        return dec.getvalue(), True, note
+    truncated = dec.full or not complete
+    if truncated:
+        raw.close()          # the rest is unread: do not reuse this connection
+        note = note or "body_cap"
+    else:
+        raw.release_conn()
+    return dec.getvalue(), truncated, note
+
+def drain(resp, deadline_at: float, wd: Watchdog) -> None:
+    raw = resp.raw
+    got = 0
+    while got <= DRAIN_LIMIT:
+        if time.monotonic() > deadline_at or wd.fired:
+            raise DeadlineExceeded()
+        chunk = raw.read(READ_CHUNK, decode_content=False)
+        if wd.fired:
+            raise DeadlineExceeded()
+        if not chunk:
+            raw.release_conn()
+            return
+        got += len(chunk)
+    raw.close()

@@ -1,46 +1,12 @@
 """Fetching one host politely and robustly (pure Python, no Beam).
 
 `HostFetcher.fetch_host(host, requests, state)` fetches one host's URLs of a round, one
-request at a time, over one keep-alive `requests.Session`; `fetch_hosts` runs many hosts
-concurrently (threads), each host sequentially. The Beam DoFn (pipelines' business) wraps
-`fetch_hosts` around a batch of `GroupByKey(host)` groups.
+request at a time, over one keep-alive `requests.Session`. The round runs many hosts at once
+(transforms.fetch.step.FetchHosts, through hostjob.fetch_one_host), each host sequentially.
 
-Defaults (`FetchConfig`), in line with Nutch / StormCrawler / Heritrix:
+Settings and their defaults: `records.FetchConfig`.
 
-| setting                   | default      | meaning                                                         |
-| ------------------------- | ------------ | --------------------------------------------------------------- |
-| user_agent                | beamcrawl/0.1 (+https://github.com/beamcrawl/beamcrawl) | sent on every request; its product token ('beamcrawl') selects the robots.txt group |
-| delay_per_host            | 1.0 s        | minimum gap between two requests to a host, measured from the END of the previous response (conservative: never shorter than a gap measured from its start) |
-| connect_timeout           | 10 s         | TCP connect (+ TLS handshake)                                   |
-| read_timeout              | 30 s         | longest silence while waiting for bytes                         |
-| deadline                  | 60 s         | whole request, connect to last body byte; a server trickling 1 byte/s cannot hold a worker longer (a watchdog shuts the socket down) |
-| max_body                  | 10 MiB       | decoded body cap; longer bodies are cut and flagged `truncated` (gzip/deflate/br inflated incrementally, so a bomb inflates at most this much) |
-| max_redirects             | 5            | hops the pipeline follows (it counts them: a 3xx is returned as REDIRECT, never followed here); robots.txt follows up to 5 hops itself |
-| max_crawl_delay           | 30 s         | a robots Crawl-delay above this defers the host (all URLs TRANSIENT 'crawl_delay_too_long') |
-| robots_ttl                | 86400 s      | robots.txt cached in the host state this long                   |
-| retry_after_cap           | 120 s        | 429/503 Retry-After up to this: pause the host, retry the URL once, and keep at least that gap (at most max_crawl_delay) between the host's requests for the rest of the round; longer: the host's remaining URLs wait for a later round |
-| max_consecutive_failures  | 5            | this many consecutive failed requests in a round park the host (remaining URLs TRANSIENT 'host_parked', no requests) |
-| obey_robots               | True         | fetch and obey robots.txt                                       |
-| allow_loopback            | False        | let 127.0.0.0/8 and ::1 through the address guard (tests, simulated web) |
-| deny_addresses            | ()           | extra CIDRs refused, on top of the built-in private/reserved ranges (even loopback) |
-| resolve                   | ()           | (host, port, address) overrides consulted before DNS (`--resolve`, `--resolve_file`) |
-| ca_bundle                 | None         | CA bundle file for TLS verification (None: certifi's bundle)    |
-| host_budget               | None         | seconds one host may take in a round; after it no new request starts (remaining URLs TRANSIENT 'host_budget'); None = no limit |
-
-Outcomes are the constants of `schemas.tables`, plus TRANSIENT ('retry in a later
-round'); `reason` says why. Reasons produced:
-
-- transient: 'dns', 'timeout_connect', 'timeout_read', 'deadline', 'reset' (connection
-  reset or closed mid-response; partial body discarded), 'connect_refused',
-  'connect_error', 'tls', 'protocol_error', 'http_5xx' codes as 'http_503' etc.,
-  'http_408', 'http_429', 'retry_after', 'host_paused', 'host_parked',
-  'crawl_delay_too_long', 'host_budget', 'robots_5xx', 'robots_429', 'robots_<network reason>',
-  'robots_forbidden_address', 'internal_error: <exception>'
-- HTTP_ERROR: 'http_404', 'http_410', ... , 'redirect_without_location', 'bad_url'
-- FORBIDDEN_ADDRESS: the guard's reason ('private', 'loopback', 'cloud_metadata', ...)
-- ROBOTS_DENIED: 'robots_txt'
-- OK may carry 'body_cap' (truncated), 'decode_error' (truncated at the corrupt point)
-  or 'unsupported_encoding:<token>' (raw body kept)
+Outcomes and the reasons produced: `records.FetchResult`.
 
 Address safety: every connection (page, robots, robots redirect hops) dials an address
 the fetcher resolved itself (`netguard.Resolver`, overrides first) and checked with
@@ -68,28 +34,24 @@ from schemas.tables import (
 )
 from transforms.fetch import robots as robotsmod
 from transforms.fetch.connection import (
-    classify_exception,
-    DeadlineExceeded,
     DialAdapter,
     Failure,
-    origin_port,
+    LocationOnly,
     Response,
     Watchdog,
+    classify_exception,
+    drain,
     media_type,
+    origin_port,
     parse_retry_after,
+    read_body,
 )
 from transforms.fetch.httpbody import (
-    BoundedDecoder,
-    DecodeError,
-    UnsupportedEncoding,
     accept_encoding,
-    parse_content_encoding,
 )
 from transforms.fetch.netguard import ForbiddenAddressError, ResolveError, Resolver
 from transforms.fetch.records import (
     ACCEPT,
-    DRAIN_LIMIT,
-    READ_CHUNK,
     TRANSIENT,
     FetchConfig,
     FetchRequest,
@@ -209,10 +171,10 @@ class HostFetcher:
                     timeout=(min(cfg.connect_timeout, cfg.deadline), min(cfg.read_timeout, cfg.deadline)))
                 status = resp.status_code
                 if keep_body and 200 <= status < 300:
-                    body, truncated, note = self._read_body(resp, cap, deadline_at, wd)
+                    body, truncated, note = read_body(resp, cap, deadline_at, wd)
                 else:
                     body, truncated, note = b"", False, None
-                    self._drain(resp, deadline_at, wd)
+                    drain(resp, deadline_at, wd)
             except Exception as e:       # noqa: BLE001 - classified below, unknown re-raised
                 if resp is not None:
                     resp.raw.close()
@@ -229,61 +191,6 @@ class HostFetcher:
         return Response(url=url, status=status, headers=resp.headers, body=body,
                          truncated=truncated, note=note, fetch_time=t0,
                          elapsed_ms=(time.monotonic() - m0) * 1000)
-
-    def _read_body(self, resp, cap: int, deadline_at: float, wd: Watchdog):
-        raw = resp.raw
-        encodings = parse_content_encoding(resp.headers.get("Content-Encoding"))
-        note = None
-        try:
-            dec = BoundedDecoder(encodings, cap)
-        except UnsupportedEncoding as e:
-            note = f"unsupported_encoding:{e}"
-            dec = BoundedDecoder([], cap)
-        raw_budget = 2 * cap + READ_CHUNK    # compressed input that decodes to nothing is bounded too
-        got = 0
-        complete = False
-        try:
-            while True:
-                if time.monotonic() > deadline_at:
-                    raise DeadlineExceeded()
-                chunk = raw.read(READ_CHUNK, decode_content=False)
-                if wd.fired:
-                    raise DeadlineExceeded()
-                if not chunk:
-                    complete = True
-                    break
-                got += len(chunk)
-                dec.feed(chunk)
-                if dec.full or got > raw_budget:
-                    break
-            if complete:
-                dec.finish()
-        except DecodeError:
-            note = "decode_error"
-            raw.close()
-            return dec.getvalue(), True, note
-        truncated = dec.full or not complete
-        if truncated:
-            raw.close()          # the rest is unread: do not reuse this connection
-            note = note or "body_cap"
-        else:
-            raw.release_conn()
-        return dec.getvalue(), truncated, note
-
-    def _drain(self, resp, deadline_at: float, wd: Watchdog) -> None:
-        raw = resp.raw
-        got = 0
-        while got <= DRAIN_LIMIT:
-            if time.monotonic() > deadline_at or wd.fired:
-                raise DeadlineExceeded()
-            chunk = raw.read(READ_CHUNK, decode_content=False)
-            if wd.fired:
-                raise DeadlineExceeded()
-            if not chunk:
-                raw.release_conn()
-                return
-            got += len(chunk)
-        raw.close()
 
     # -- bookkeeping
 
@@ -407,7 +314,7 @@ class HostFetcher:
             res.etag = res.etag or req.etag
             res.last_modified = res.last_modified or req.last_modified
         elif 300 <= status < 400:
-            loc = self._session.get_redirect_target(_LocationOnly(h))
+            loc = self._session.get_redirect_target(LocationOnly(h))
             if loc:
                 res.outcome = REDIRECT
                 res.redirect_to = urljoin(req.url, loc.strip())
@@ -503,12 +410,3 @@ class HostFetcher:
                 if res.reason == "retry_after":
                     rnd.paused_for = res.retry_after
             results.append(res)
-
-
-class _LocationOnly:
-    """Adapter so Session.get_redirect_target (which fixes mis-encoded UTF-8 Locations)
-    can be used without a requests.Response."""
-
-    def __init__(self, headers):
-        self.headers = headers
-        self.is_redirect = "location" in headers

@@ -4,7 +4,7 @@ A crawler follows links written by strangers, so a page can point it at
 `http://169.254.169.254/` (cloud metadata), `http://10.0.0.1/admin` or
 `http://localhost:8080/`. The fetcher therefore resolves every host name itself, asks
 `AddressGuard.check` about the address, and dials exactly that address (see
-`transforms.fetcher`), so a DNS answer cannot change between the check and the connect.
+`hostfetcher` and `connection`), so a DNS answer cannot change between the check and the connect.
 
 - `parse_resolve_entries` / `read_resolve_file`: curl-style `HOST:PORT:ADDR` overrides
   (`--resolve`, `--resolve_file`), consulted before DNS. Tests and the simulated web use

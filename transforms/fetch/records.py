@@ -1,4 +1,27 @@
-"""What goes into and comes out of a fetch: settings, requests, results, host state (pure)."""
+"""What goes into and comes out of a fetch: settings, requests, results, host state (pure).
+
+Defaults (`FetchConfig`), in line with Nutch / StormCrawler / Heritrix:
+
+| setting                   | default      | meaning                                                         |
+| ------------------------- | ------------ | --------------------------------------------------------------- |
+| user_agent                | beamcrawl/0.1 (+https://github.com/beamcrawl/beamcrawl) | sent on every request; its product token ('beamcrawl') selects the robots.txt group |
+| delay_per_host            | 1.0 s        | minimum gap between two requests to a host, measured from the END of the previous response (conservative: never shorter than a gap measured from its start) |
+| connect_timeout           | 10 s         | TCP connect (+ TLS handshake)                                   |
+| read_timeout              | 30 s         | longest silence while waiting for bytes                         |
+| deadline                  | 60 s         | whole request, connect to last body byte; a server trickling 1 byte/s cannot hold a worker longer (a watchdog shuts the socket down) |
+| max_body                  | 10 MiB       | decoded body cap; longer bodies are cut and flagged `truncated` (gzip/deflate/br inflated incrementally, so a bomb inflates at most this much) |
+| max_redirects             | 5            | hops the pipeline follows (it counts them: a 3xx is returned as REDIRECT, never followed here); robots.txt follows up to 5 hops itself |
+| max_crawl_delay           | 30 s         | a robots Crawl-delay above this defers the host (all URLs TRANSIENT 'crawl_delay_too_long') |
+| robots_ttl                | 86400 s      | robots.txt cached in the host state this long                   |
+| retry_after_cap           | 120 s        | 429/503 Retry-After up to this: pause the host, retry the URL once, and keep at least that gap (at most max_crawl_delay) between the host's requests for the rest of the round; longer: the host's remaining URLs wait for a later round |
+| max_consecutive_failures  | 5            | this many consecutive failed requests in a round park the host (remaining URLs TRANSIENT 'host_parked', no requests) |
+| obey_robots               | True         | fetch and obey robots.txt                                       |
+| allow_loopback            | False        | let 127.0.0.0/8 and ::1 through the address guard (tests, simulated web) |
+| deny_addresses            | ()           | extra CIDRs refused, on top of the built-in private/reserved ranges (even loopback) |
+| resolve                   | ()           | (host, port, address) overrides consulted before DNS (`--resolve`, `--resolve_file`) |
+| ca_bundle                 | None         | CA bundle file for TLS verification (None: certifi's bundle)    |
+| host_budget               | None         | seconds one host may take in a round; after it no new request starts (remaining URLs TRANSIENT 'host_budget'); None = no limit |
+"""
 
 from __future__ import annotations
 
@@ -58,6 +81,23 @@ class FetchRequest:
 
 @dataclass
 class FetchResult:
+    """One URL's fetch.
+
+    Outcomes are the constants of `schemas.tables`, plus TRANSIENT ('retry in a later
+    round'); `reason` says why. Reasons produced:
+
+    - transient: 'dns', 'timeout_connect', 'timeout_read', 'deadline', 'reset' (connection
+      reset or closed mid-response; partial body discarded), 'connect_refused',
+      'connect_error', 'tls', 'protocol_error', 'http_5xx' codes as 'http_503' etc.,
+      'http_408', 'http_429', 'retry_after', 'host_paused', 'host_parked',
+      'crawl_delay_too_long', 'host_budget', 'robots_5xx', 'robots_429', 'robots_<network reason>',
+      'robots_forbidden_address', 'internal_error: <exception>'
+    - HTTP_ERROR: 'http_404', 'http_410', ... , 'redirect_without_location', 'bad_url'
+    - FORBIDDEN_ADDRESS: the guard's reason ('private', 'loopback', 'cloud_metadata', ...)
+    - ROBOTS_DENIED: 'robots_txt'
+    - OK may carry 'body_cap' (truncated), 'decode_error' (truncated at the corrupt point)
+      or 'unsupported_encoding:<token>' (raw body kept)
+    """
     url: str
     fp: int
     fetch_time: float

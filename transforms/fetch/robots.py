@@ -1,6 +1,6 @@
 """robots.txt rules (RFC 9309) on top of protego.
 
-Fetch semantics (carried out by `transforms.fetcher`, decided by `robots_outcome` here):
+Fetch semantics (carried out by `hostfetcher.HostFetcher`, decided by `robots_outcome` here):
 
 | robots.txt fetch            | state          | meaning this round                                  |
 | --------------------------- | -------------- | --------------------------------------------------- |

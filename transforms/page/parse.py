@@ -1,7 +1,7 @@
 """HTML parsing: outlinks with anchor text, robots directives, canonical, title, text.
 
 Pure functions, no Beam. One lxml parse per page and one pass over the link-bearing
-elements; links are resolved with `transforms.urls.classify` (WHATWG, via ada) against the
+elements; links are resolved with `transforms.urls.canonical.classify` (WHATWG, via ada) against the
 document's base URL, so a link here is the URL a browser would follow, in canonical form.
 
 What counts as a link: ``a[href]``, ``area[href]``, ``frame[src]``, ``iframe[src]`` and the
@@ -22,10 +22,10 @@ Details a caller may rely on:
 - anchor text: the element's text, whitespace-collapsed, at most MAX_ANCHOR_CHARS; if
   empty, the alt of an ``<img>`` inside, then the title attribute. area: alt, then title;
   frame/iframe: title, then name.
-- decoding: `transforms.charset.decode_body` (BOM, header, meta, UTF-8, detection). In a
+- decoding: `transforms.page.charset.decode_body` (BOM, header, meta, UTF-8, detection). In a
   page decoded with a legacy encoding (GBK, Shift_JIS, windows-1252 ...), the non-ASCII
   characters of a link's *query* are percent-encoded in that encoding, as browsers do
-  (`transforms.urls.encode_query`); the path is UTF-8 whatever the page encoding.
+  (`transforms.urls.canonical.encode_query`); the path is UTF-8 whatever the page encoding.
 - text: all text nodes of ``<body>`` (of the document when there is none) except those in
   script/style/noscript/template, joined with single spaces.
 - lxml (libxml2's HTML parser) is not an HTML5 tree builder: for broken markup its tree can

@@ -140,7 +140,7 @@ class ScoreWholeFrontier(beam.PTransform):
 
 class ScoreByBeamPageRank(beam.PTransform):
     """Frontier tables scored with the PageRank of the downloaded ∪ pending graph, computed
-    as a Beam job (transforms.pagerank) over all known links, so no worker holds the graph.
+    as a Beam job (`PageRank` above) over all known links, so no worker holds the graph.
 
     Inputs: dict with `frontier` (tables), `edges` (LINKS-like tables: src_fp, dst_fp, all
     known links) and `nodes` (tables with an fp column: visited and pending pages).
