@@ -1,7 +1,32 @@
-"""`beamcrawl` console script: beamcrawl inject|round|crawl|report|evaluate [flags]."""
+"""The command line of every entry point, and the `beamcrawl` console script.
+
+    beamcrawl inject|round|crawl|report|evaluate|demo [flags]
+
+Our flags are parsed first by our own parser (built from pipelines.settings), so `--help`
+lists them and a misspelt flag is an error, not a silently dropped option. What remains
+must be a flag some Beam PipelineOptions class defines; only that is handed to Beam.
+Every user-facing failure is one line `error: ...` on stderr and exit status 2.
+
+Importing this module quiets the log lines Beam prints at import time (apitools / bigquery
+client not found), so entry points import it before anything that imports Beam.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
 import importlib
 import logging
 import sys
+from dataclasses import dataclass
+
+from pipelines.settings import (
+    COMMAND_FLAGS,
+    GROUPS,
+    ROUND_SETTINGS,
+    USAGE,
+    UsageError,
+    parse_bool,
+)
 
 COMMANDS = {
     "inject": "pipelines.inject",
@@ -9,19 +34,179 @@ COMMANDS = {
     "crawl": "pipelines.crawl",
     "report": "pipelines.report",
     "evaluate": "pipelines.evaluate",
+    "demo": "pipelines.demo",
 }
+IMPORT_NOISE = ("apitools not found", "bigquery client libraries are not available")
+
+
+class _DropImportNoise(logging.Filter):
+    def filter(self, record):
+        return not any(text in str(record.msg) for text in IMPORT_NOISE)
+
+
+def quiet_import_noise():
+    """Our log format on stderr, without the warnings Beam logs while it is imported."""
+    root = logging.getLogger()
+    if not any(isinstance(f, _DropImportNoise) for f in root.filters):
+        root.addFilter(_DropImportNoise())
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+
+quiet_import_noise()
+
+
+class Notice(Exception):
+    """A command that had nothing to do: its message is printed and the exit status is 0."""
+
+
+class FlagParser(argparse.ArgumentParser):
+    """argparse that raises UsageError (one line) instead of printing usage and exiting,
+    and names the closest flag for a misspelt one."""
+
+    def error(self, message):
+        raise UsageError(f"{message}; see `{self.prog} --help`")
+
+    def parse_args(self, args=None, namespace=None):
+        known, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            _refuse_unknown(self.prog, unknown, _flag_names(self), [])
+        return known
+
+
+def parse_flags(parser, argv):
+    """parser.parse_args(argv) for a main() that returns its exit status: None and one
+    line `error: ...` on stderr for a bad command line."""
+    try:
+        return parser.parse_args(argv)
+    except UsageError as e:
+        print(f"error: {one_line(e)}", file=sys.stderr)
+        return None
+
+
+@dataclass
+class CommandLine:
+    command: str
+    values: dict      # every flag of the command (round settings only when given)
+    given: dict       # round settings given on the command line, typed and checked
+    beam_argv: list   # the flags handed to Beam
+
+
+def _help(setting):
+    return f"{setting.help} (default: {setting.default_text()})".replace("%", "%%")
+
+
+def _add_flag(group, setting):
+    if setting.type is parse_bool:
+        group.add_argument(setting.flag, dest=setting.name, nargs="?", const="true", default=None,
+                           metavar="true|false", help=_help(setting))
+        group.add_argument(f"--no-{setting.name}", dest=setting.name, action="store_const",
+                           const="false", help=f"Same as {setting.flag}=false.")
+    elif setting.name == "seed":
+        group.add_argument(setting.flag, dest="seed", action="append", default=None, metavar="URL",
+                           help=_help(setting))
+    else:
+        group.add_argument(setting.flag, dest=setting.name, default=None,
+                           metavar=setting.name.upper(), help=_help(setting))
+
+
+def build_parser(command):
+    """Our parser for `command`: its own flags, then the round settings by group."""
+    parser = FlagParser(prog=f"beamcrawl {command}", description=USAGE[command], allow_abbrev=False,
+                        usage=f"beamcrawl {command} --crawl_dir DIR [flags]   (or python -m pipelines.{command})")
+    own = parser.add_argument_group(f"{command} flags")
+    for setting in COMMAND_FLAGS[command]:
+        if setting.group == "command":
+            _add_flag(own, setting)
+    groups = {name: parser.add_argument_group(name, text) for name, text in GROUPS.items()}
+    for setting in ROUND_SETTINGS.values():
+        _add_flag(groups[setting.group], setting)
+    for setting in COMMAND_FLAGS[command]:
+        if setting.group != "command":
+            _add_flag(groups[setting.group], setting)
+    return parser
+
+
+def beam_parser():
+    """A parser holding every flag of every Beam PipelineOptions class, collected as Beam
+    itself does (each class's _add_argparse_args)."""
+    from apache_beam.options.pipeline_options import (
+        PipelineOptions,
+        _BeamArgumentParser,
+    )
+    parser = _BeamArgumentParser(allow_abbrev=False, add_help=False, conflict_handler="resolve")
+    todo, seen = list(PipelineOptions.__subclasses__()), set()
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if str(cls) in seen or "_add_argparse_args" not in cls.__dict__:
+            continue
+        seen.add(str(cls))
+        try:
+            cls._add_argparse_args(parser)
+        except (argparse.ArgumentError, TypeError, ValueError):
+            pass   # a third-party options class whose flags clash: Beam would fail on it anyway
+    return parser
+
+
+def _flag_names(parser):
+    return [s for a in parser._actions for s in a.option_strings if s.startswith("--")]
+
+
+def _refuse_unknown(prog, unknown, ours, beams):
+    for arg in unknown:
+        if arg == "--":
+            break
+        if arg.startswith("-"):
+            name = arg.split("=", 1)[0]
+            close = difflib.get_close_matches(name, ours + beams, n=1, cutoff=0.75)
+            hint = f"did you mean {close[0]}?" if close else f"see `{prog} --help`"
+            raise UsageError(f"unknown flag {name}; {hint}")
+    raise UsageError(f"unexpected argument {unknown[0]!r}; flags take the form --name value "
+                     f"(see `{prog} --help`)")
+
+
+def parse_command_line(command, argv):
+    """Our flags typed and checked, and the rest (Beam's flags) left for Beam."""
+    parser = build_parser(command)
+    known, rest = parser.parse_known_args(list(argv))
+    if rest:
+        _, unknown = beam_parser().parse_known_args(rest)
+        if unknown:
+            _refuse_unknown(parser.prog, unknown, _flag_names(parser), _flag_names(beam_parser()))
+    raw = vars(known)
+    given = {name: s.coerce(raw[name]) for name, s in ROUND_SETTINGS.items() if raw[name] is not None}
+    values = dict(given)
+    for s in COMMAND_FLAGS[command]:
+        value = raw[s.name]
+        if s.name == "seed":
+            values["seed"] = [s.coerce(v) for v in value or ()]
+        else:
+            values[s.name] = s.default if value is None else s.coerce(value)
+    if not values.get("crawl_dir"):
+        raise UsageError(f"--crawl_dir is required: a local path or gs://, s3://, ... URL "
+                         f"(see `beamcrawl {command} --help`)")
+    return CommandLine(command, values, given, rest)
+
+
+def one_line(error):
+    return " ".join(str(error).split()) or type(error).__name__
 
 
 def run_cli(run, argv, describe):
-    """An entry point's main(): run(argv), print describe(result); a damaged or missing crawl
-    state is one clear line on stderr and exit status 2, not a traceback."""
+    """An entry point's main(): run(argv), print describe(result). A bad invocation or a
+    damaged crawl state is one line `error: ...` on stderr and exit status 2."""
+    from pipelines.config import ConfigError
     from pipelines.crawldir import CrawlStateError
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         result = run(argv)
-    except CrawlStateError as e:
-        print(f"error: {e}", file=sys.stderr)
+    except SystemExit as e:   # --help
+        return e.code or 0
+    except Notice as e:
+        print(e)
+        return 0
+    except (UsageError, ConfigError, CrawlStateError) as e:
+        print(f"error: {one_line(e)}", file=sys.stderr)
         return 2
     print(describe(result))
     return 0
@@ -30,8 +215,8 @@ def run_cli(run, argv, describe):
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in COMMANDS:
-        print("usage: beamcrawl {%s} [flags]   (beamcrawl COMMAND --help lists the flags)"
-              % "|".join(COMMANDS), file=sys.stderr)
+        print(f"usage: beamcrawl {{{'|'.join(COMMANDS)}}} [flags]   (beamcrawl COMMAND --help lists the flags)",
+              file=sys.stderr)
         return 2
     module = importlib.import_module(COMMANDS[argv[0]])
     return module.main(argv[1:])

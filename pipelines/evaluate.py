@@ -278,8 +278,9 @@ def opic_passes(g: EvalGraph, passes=8, schedule="greedy", batch_size=1000, seed
 
 # --------------------------------------------------------------------------- CLI
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m pipelines.evaluate", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    from pipelines import cli
+    ap = cli.FlagParser(prog="beamcrawl evaluate", description=__doc__, allow_abbrev=False,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     src = ap.add_argument_group("graph (one of)")
     src.add_argument("--graph", help="directory with pages.parquet and links.parquet "
                      "(or pages/ and links/ folders of Parquet files)")
@@ -305,7 +306,9 @@ def main(argv=None):
     ap.add_argument("--opic_passes", type=int, default=0,
                     help="also run the OPIC passes experiment (greedy vs random)")
     ap.add_argument("--out", help="directory for curves.parquet and summary.parquet")
-    a = ap.parse_args(argv)
+    a = cli.parse_flags(ap, argv)
+    if a is None:
+        raise SystemExit(2)
 
     t = time.time()
     if a.generate:
@@ -319,7 +322,8 @@ def main(argv=None):
     elif a.edges:
         g = load_graph(edges=a.edges, seed_urls=a.seed_urls)
     else:
-        ap.error("give --generate N, --graph DIR, --pages + --links, or --edges")
+        print("error: give --generate N, --graph DIR, --pages + --links, or --edges", file=sys.stderr)
+        raise SystemExit(2)
     print(f"graph: {g.n} pages, {len(g.src)} distinct links, {len(unique(g.host_id))} "
           f"hosts, {len(g.seeds)} seeds ({time.time() - t:.1f}s)")
     per = {"partial_pagerank": {"tol": a.pagerank_tol},
@@ -328,7 +332,9 @@ def main(argv=None):
     names = [s for s in a.strategies.split(",") if s]
     for s in names:
         if s not in ORDERINGS:
-            ap.error(f"unknown strategy {s!r}; known: {sorted(ORDERINGS)}")
+            print(f"error: --strategies: unknown strategy {s!r}; known: {', '.join(sorted(ORDERINGS))}",
+                  file=sys.stderr)
+            raise SystemExit(2)
     summary_rows, curve_tables = [], []
     for s in names:
         summ, curv = evaluate(g, [s], hot_fraction=a.hot_fraction, batch_size=a.batch_size,

@@ -3,23 +3,27 @@
     python -m pipelines.inject --crawl_dir D --seeds FILE | --seed URL [--seed URL ...] [round flags]
 
 Round flags given here (scope, strategy, politeness, --resolve_file ...) become the crawl's
-defaults in crawl.json, so later `round`/`crawl` runs need only --crawl_dir.
+defaults in crawl.json, so later `round`/`crawl` runs need only --crawl_dir; on an existing
+crawl each changed default is printed. Everything is checked before anything is written.
 Seeds go through the same normalise / filter / URL-seen path as links: a seed already known
-is not added twice, an out-of-scope one is recorded as filtered.
+is not added twice (and reported as known), an out-of-scope one is not injected.
 """
+import os
 import sys
 import time
 
-from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
+# pipelines.cli first: it quiets the log lines Beam prints while it is imported
+from pipelines import cli
 
-from pipelines import options as opts
-from pipelines.cli import run_cli
+# isort: split
+from apache_beam.io.filesystems import FileSystems
+
 from pipelines import report as report_mod
+from pipelines.crawldir import DELTA_TABLES, CrawlDir
 from pipelines.round import round_config
 from pipelines.roundpipeline import build_round, plan_round
 from pipelines.runner import run_pipeline
-from pipelines.crawldir import DELTA_TABLES, CrawlDir, CrawlStateError
+from pipelines.settings import ROUND_SETTINGS, UsageError, effective_round_settings
 from schemas import tables
 from transforms.urls import canonical as urls_mod
 
@@ -29,7 +33,8 @@ def read_seed_lines(path):
         with FileSystems.open(path) as f:
             text = f.read().decode("utf-8-sig")
     except Exception as e:
-        raise CrawlStateError(f"cannot read seeds file {path}: {e}") from e
+        raise UsageError(f"--seeds {path}: cannot read this file ({type(e).__name__}); "
+                         "give a readable text file with one URL per line") from e
     return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
@@ -52,47 +57,74 @@ def seed_bundles(raw_urls, url_filter):
     return bundles, rejected
 
 
+def _check_crawl_dir_path(path):
+    if "://" not in path and os.path.exists(path) and not os.path.isdir(path):
+        raise UsageError(f"--crawl_dir {path} is a file, not a directory; give a new or "
+                         "existing crawl directory")
+
+
+def changed_defaults(old_defaults, new_defaults):
+    """(flag, old, new) of each round default the new defaults change."""
+    old = effective_round_settings({}, old_defaults)
+    new = effective_round_settings({}, new_defaults)
+    return [(ROUND_SETTINGS[k].flag, old[k], new[k]) for k in ROUND_SETTINGS if old[k] != new[k]]
+
+
 def run_inject(argv):
-    parsed = PipelineOptions(argv)
-    crawl = CrawlDir(opts.crawl_dir_of(parsed))
-    inject = parsed.view_as(opts.InjectOptions)
-    raw = list(inject.seed or [])
-    if inject.seeds:
-        raw.extend(read_seed_lines(inject.seeds))
+    cmd = cli.parse_command_line("inject", argv)
+    path = cmd.values["crawl_dir"]
+    _check_crawl_dir_path(path)
+    crawl = CrawlDir(path)
+    raw = list(cmd.values["seed"])
+    if cmd.values["seeds"]:
+        raw.extend(read_seed_lines(cmd.values["seeds"]))
     if not raw:
-        raise CrawlStateError("no seeds: give --seeds FILE or --seed URL")
-    given = opts.explicit_flags(argv)
-    values = parsed.view_as(opts.RoundOptions).get_all_options()
-    if crawl.exists():
-        config = crawl.read_config()
-        prev = crawl.last_committed()
-    else:
-        config = {"round_defaults": {k: values[k] for k in opts.ROUND_SETTINGS if k in given},
-                  "created": time.time()}
-        crawl.write_config(config)
-        prev = None
-    settings = opts.effective_round_settings(parsed.view_as(opts.RoundOptions), argv,
-                                             config.get("round_defaults", {}))
+        raise UsageError("no seeds: give --seeds FILE or --seed URL")
+    existing = crawl.exists()
+    config = crawl.read_config() if existing else {"created": time.time()}
+    old_defaults = config.get("round_defaults", {})
+    new_defaults = dict(old_defaults, **cmd.given)
+    settings = effective_round_settings({}, new_defaults)
+    changes = changed_defaults(old_defaults, new_defaults) if existing else []
+    prev = crawl.last_committed() if existing else None
     round_no = 0 if prev is None else prev + 1
     now = time.time()
     cfg = round_config(settings, round_no, now)
     bundles, rejected = seed_bundles(raw, cfg.scope)
+    if not bundles:
+        url, why = rejected[0]
+        raise UsageError(f"none of the {len(raw)} seeds is an in-scope http(s) URL (e.g. {url}: {why}); "
+                         "nothing was written")
+    plan = plan_round(crawl, prev)
+    # checked: from here on, write
     for url, why in rejected:
         print(f"warning: seed {url} not injected: {why}", file=sys.stderr)
-    if not bundles:
-        raise CrawlStateError("none of the seeds is an in-scope http(s) URL")
-    plan = plan_round(crawl, prev)
+    if not existing or changes:
+        crawl.write_config(dict(config, round_defaults=new_defaults))
     crawl.discard_uncommitted(round_no)
     crawl.write_json(round_no, "options.json", settings)
-    run_pipeline(lambda p: build_round(p, crawl, cfg, plan, seeds=bundles, do_fetch=False), argv)
+    run_pipeline(lambda p: build_round(p, crawl, cfg, plan, seeds=bundles, do_fetch=False),
+                 cmd.beam_argv)
     report = report_mod.round_report(crawl, round_no, prev, settings, now, time.time())
     report["injected"] = len(bundles[0]["dst"])
+    report["known_seeds"] = report["injected"] - report["new_urls"]
+    report["changed_defaults"] = [[flag, old, new] for flag, old, new in changes]
     crawl.commit(round_no, report, full_tables=() if prev is not None else DELTA_TABLES)
     return report
 
 
+def describe(report):
+    lines = [f"changed default {flag}: {old} -> {new}" for flag, old, new in report["changed_defaults"]]
+    known = report["known_seeds"]
+    lines.append(f"round {report['round']}: injected {report['new_urls']} new seeds"
+                 + (f", {known} already known (not added again)" if known else "")
+                 + f"; frontier {report['frontier_size']} URLs")
+    return "\n".join(lines)
+
+
 def main(argv=None):
-    return run_cli(run_inject, argv, lambda r: f"injected {r['injected']} seeds as round {r['round']}; frontier {r['frontier_size']} URLs")
+    return cli.run_cli(run_inject, argv, describe)
+
 
 if __name__ == "__main__":
     sys.exit(main())

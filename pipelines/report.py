@@ -9,13 +9,18 @@ expired (0 until recrawling exists), pending (the URLs the next round's fetch li
 take with this round's settings), knowable (known but not scheduled: the rest of the
 frontier), and unknowable (only with a ground truth: pages of the web not yet known).
 """
-import argparse
 import json
 import sys
 
+# pipelines.cli first: it quiets the log lines Beam prints while it is imported
+from pipelines import cli
+
+# isort: split
 from apache_beam.io.filesystems import FileSystems
 
+from pipelines.config import settings_signatures
 from pipelines.crawldir import CrawlDir, CrawlStateError
+from transforms.urls import refusals
 from transforms.tableio import step as write
 
 STATS_JSON = "stats.json"
@@ -66,6 +71,8 @@ def round_report(crawl, round_no, prev, settings, started, ended, result=None):
     filtered = {k[len("filtered_"):]: v for k, v in stats.items() if k.startswith("filtered_")}
     by_status = {k[len("status_"):]: v for k, v in stats.items() if k.startswith("status_")}
     outcomes = {k[len("outcome_"):]: v for k, v in stats.items() if k.startswith("outcome_")}
+    # refused by a setting (the address guard): a visited row, but nothing was downloaded
+    refused = {k[len("refused_guard_"):]: v for k, v in stats.items() if k.startswith("refused_guard_")}
     return {
         "round": round_no,
         "strategy": settings.get("strategy"),
@@ -83,10 +90,15 @@ def round_report(crawl, round_no, prev, settings, started, ended, result=None):
             # visited-view row groups probed, and read wide for hits (transforms/contentdedup.py)
             old_side={k: int(v) for k, v in sorted(metrics.items())}),
         "filtered_by_reason": filtered,
+        # README "Refused URLs": URLs refused by the guard (by reason), refusals re-read
+        # because their setting changed, and the signatures this round refused with
+        "refused_by_guard": refused,
+        "refusals_reread": int(stats.get("refusals_reread", 0)),
+        "refusal_settings": settings_signatures(settings) or {},
         "wall_seconds": round(wall, 3),
         "pages_per_second": round(visited / wall, 2),
         "page_sets": {
-            "downloaded": int(prev_sets.get("downloaded", 0)) + visited,
+            "downloaded": int(prev_sets.get("downloaded", 0)) + visited - sum(refused.values()),
             "expired": 0,
             "pending": pending,
             "knowable": max(frontier - pending, 0),
@@ -113,7 +125,19 @@ def summary(report):
         f"knowable {s['knowable']}"
         + (f", unknowable {s['unknowable']}" if s.get("unknowable") is not None else ""),
     ]
-    return "\n".join(lines)
+    return "\n".join(lines + refusal_hints(report))
+
+
+def refusal_hints(report):
+    """One line per setting that refused URLs this round: which, how many, how to change it."""
+    lines = [f"  {refusals.guard_hint(reason, n)}"
+             for reason, n in sorted(report.get("refused_by_guard", {}).items())]
+    lines += [f"  {refusals.scope_hint(reason, n)}"
+              for reason, n in sorted(report.get("filtered_by_reason", {}).items())
+              if reason in refusals.SCOPE_FLAGS]
+    if report.get("refusals_reread"):
+        lines.append(f"  settings changed: {report['refusals_reread']} refused URLs judged again")
+    return lines
 
 
 def with_ground_truth(crawl, report, truth_dir):
@@ -131,13 +155,16 @@ def with_ground_truth(crawl, report, truth_dir):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="beamcrawl report", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--crawl_dir", required=True)
+    parser = cli.FlagParser(prog="beamcrawl report", description=__doc__.split("\n\n")[0],
+                            allow_abbrev=False)
+    parser.add_argument("--crawl_dir", required=True, help="Crawl directory (a local path or gs://, s3://, ...).")
     parser.add_argument("--round", type=int, default=None, help="Round to report (default: the last committed).")
     parser.add_argument("--ground_truth", default=None,
                         help="Simulated web ground-truth directory (pages.parquet) to count unknowable pages.")
     parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
-    args = parser.parse_args(argv)
+    args = cli.parse_flags(parser, argv)
+    if args is None:
+        return 2
     crawl = CrawlDir(args.crawl_dir)
     try:
         crawl.read_config()

@@ -4,65 +4,108 @@
 
 The round reads only committed round N-1, writes everything under rounds/N/, and commits
 by writing report.json and then _COMMITTED. A crashed run leaves an uncommitted folder
-that the next run deletes before starting, so rerunning gives the same state.
+that the next run deletes before starting, so rerunning gives the same state. Every flag
+is checked, and the round is skipped when nothing is due, before anything is written.
 The pipeline itself is wired in pipelines.roundpipeline.
 """
 import logging
 import sys
 import time
 
-from apache_beam.options.pipeline_options import PipelineOptions
-
-from pipelines import options as opts
+# pipelines.cli first: it quiets the log lines Beam prints while it is imported
+from pipelines import cli
 from pipelines import report as report_mod
-from pipelines.cli import run_cli
 from pipelines.config import ConfigError, RoundConfig
 from pipelines.crawldir import CrawlDir, CrawlStateError
 from pipelines.roundpipeline import build_round, plan_round
 from pipelines.runner import run_pipeline
+from pipelines.settings import UsageError, effective_round_settings
 from transforms import faults
+from transforms.generate.select import due_mask
 
 LOG = logging.getLogger("beamcrawl.round")
+LOOPBACK_NOTE = "note: --allow_loopback: connections to 127.0.0.0/8 and ::1 are allowed"
 
 
 def round_config(settings, round_no, now):
-    """The round's typed config; an unusable setting is a CrawlStateError naming its flag."""
+    """The round's typed config; an unusable setting is a UsageError naming its flag."""
     try:
         return RoundConfig.build(settings, round_no, now)
     except ConfigError as e:
-        raise CrawlStateError(str(e)) from None
+        raise UsageError(str(e)) from None
 
 
-def run_round(argv):
-    """Run the next round of the crawl named by argv's --crawl_dir; return its report."""
-    parsed = PipelineOptions(argv)
-    crawl = CrawlDir(opts.crawl_dir_of(parsed))
+def _when(t, now):
+    wait = t - now
+    span = f"{wait:.0f} s" if wait < 120 else f"{wait / 60:.0f} min" if wait < 7200 else f"{wait / 3600:.1f} h"
+    return f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(t))} (in {span})"
+
+
+def nothing_due(crawl, prev, now, max_depth):
+    """None if generate would pick something from round `prev`'s frontier at `now`, else
+    why not. The same rule as generate (due_mask), on only the columns it needs."""
+    table = crawl.read_table("frontier", prev, columns=["not_before", "depth"])
+    if due_mask(table, now, max_depth).any():
+        return None
+    if table.num_rows == 0:
+        return (f"nothing due: the frontier of round {prev} is empty; add seeds with "
+                f"`beamcrawl inject --crawl_dir {crawl.path} --seed URL`. Nothing was written.")
+    not_before = table.column("not_before").fill_null(0.0).to_numpy(zero_copy_only=False)
+    parts = []
+    if max_depth:
+        depth = table.column("depth").fill_null(0).to_numpy(zero_copy_only=False)
+        too_deep = depth > max_depth
+        if too_deep.any():
+            parts.append(f"{int(too_deep.sum())} deeper than --max_depth {max_depth}")
+        not_before = not_before[~too_deep]
+    if len(not_before):
+        parts.append(f"{len(not_before)} waiting for a retry backoff, none due before "
+                     f"{_when(float(not_before.min()), now)}")
+    return (f"nothing due: the frontier has {table.num_rows} URLs, {'; '.join(parts)}. "
+            f"Nothing was written; run again later.")
+
+
+def next_round(cmd, out=print, noted=None):
+    """Run the next round of the crawl `cmd` (a cli.CommandLine) names; return its report.
+
+    `noted`: notes already said by this command (a crawl says the loopback note once)."""
+    noted = set() if noted is None else noted
+    crawl = CrawlDir(cmd.values["crawl_dir"])
     config = crawl.read_config()
     prev = crawl.last_committed()
     if prev is None:
         raise CrawlStateError(f"{crawl.path} has no committed round; run "
-                              f"`python -m pipelines.inject --crawl_dir {crawl.path} --seed URL` first.")
+                              f"`beamcrawl inject --crawl_dir {crawl.path} --seed URL` first.")
     round_no = prev + 1
-    settings = opts.effective_round_settings(parsed.view_as(opts.RoundOptions), argv,
-                                             config.get("round_defaults", {}))
-    now = opts.now_or(parsed.view_as(opts.RoundOptions).round_time)
+    settings = effective_round_settings(cmd.given, config.get("round_defaults", {}))
+    now = time.time() if cmd.values.get("round_time") is None else cmd.values["round_time"]
     cfg = round_config(settings, round_no, now)   # bad flags fail before any write
     plan = plan_round(crawl, prev)
+    why_not = nothing_due(crawl, prev, now, cfg.generate.max_depth)
+    if why_not:
+        raise cli.Notice(why_not)
+    if settings["allow_loopback"] and "loopback" not in noted:
+        noted.add("loopback")
+        out(LOOPBACK_NOTE)
     if crawl.discard_uncommitted(round_no):
         LOG.warning("discarded the partial output of an interrupted run of round %d", round_no)
-    if settings["allow_loopback"]:
-        LOG.warning("--allow_loopback: connections to 127.0.0.0/8 and ::1 are allowed")
     started = time.time()
     crawl.write_json(round_no, "options.json", settings)
-    result = run_pipeline(lambda p: build_round(p, crawl, cfg, plan), argv)
+    result = run_pipeline(lambda p: build_round(p, crawl, cfg, plan), cmd.beam_argv)
     report = report_mod.round_report(crawl, round_no, prev, settings, started, time.time(), result)
     faults.crash_point("before_commit")
     crawl.commit(round_no, report)
     return report
 
 
+def run_round(argv, out=print):
+    """Run the next round of the crawl named by argv's --crawl_dir; return its report.
+    Raises cli.Notice (nothing written) when nothing is due."""
+    return next_round(cli.parse_command_line("round", argv), out)
+
+
 def main(argv=None):
-    return run_cli(run_round, argv, report_mod.summary)
+    return cli.run_cli(run_round, argv, report_mod.summary)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,257 @@
+"""Every setting of the crawler, defined once.
+
+Each `Setting` (name, type, default, group, help, check) generates the argparse flags and
+`--help` of every entry point (pipelines.cli), the round defaults stored in crawl.json,
+each round's options.json, and README's defaults table:
+
+    python -m pipelines.settings --markdown      # the table between README's markers
+
+Round settings resolve as: flag given now > crawl.json `round_defaults` > the default here.
+Checks here are the per-value ones (ranges, non-empty); what needs the value built into an
+object (regexes, CIDRs, --resolve, the strategy) is checked by pipelines.config.RoundConfig.
+Nothing here imports Beam, so entry points can configure logging before Beam loads.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+DEFAULT_USER_AGENT = "beamcrawl/0.1 (+https://github.com/beamcrawl/beamcrawl)"
+GROUPS = {
+    "scope": "which URLs the crawl may queue",
+    "politeness": "how hard one host is hit, and robots.txt",
+    "fetching": "timeouts, limits and where connections may go",
+    "ordering": "what the next round fetches first",
+    "duplicates": "exact and near-duplicate pages",
+    "storage": "what the round tables keep",
+    "runner": "the round's clock; Beam's own flags (--runner, --direct_num_workers, "
+              "--direct_running_mode, --job_endpoint, --environment_type, ...) pass through to Beam",
+}
+
+
+class UsageError(Exception):
+    """A command line or setting value that cannot be used; the message names it."""
+
+
+def parse_bool(value):
+    """true/false, yes/no, on/off, 1/0 (any case) as a bool."""
+    if isinstance(value, bool):
+        return value
+    v = str(value).strip().lower()
+    if v in ("1", "true", "yes", "on"):
+        return True
+    if v in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
+
+
+parse_bool.__name__ = "true/false"   # argparse names the type in its messages
+
+
+def at_least(low, unit=""):
+    def check(v):
+        return None if v >= low else f"must be at least {low}{unit}"
+    return check
+
+
+def between(low, high):
+    def check(v):
+        return None if low <= v <= high else f"must be between {low} and {high}"
+    return check
+
+
+def one_of(*choices):
+    def check(v):
+        return None if v in choices else f"must be one of {', '.join(choices)}"
+    return check
+
+
+def non_empty(v):
+    return None if str(v).strip() else "must not be empty"
+
+
+def crawl_strategy(v):
+    if v == "omniscient":
+        from strategies.ordering import CRAWL_ORDERINGS
+        return ("is for pipelines.evaluate only (it needs the true PageRank); a crawl can use "
+                + ", ".join(CRAWL_ORDERINGS))
+    return None   # an unknown name is refused by RoundConfig.build (it lists the known ones)
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    type: Callable
+    default: object
+    group: str
+    help: str
+    check: Callable | None = None   # value -> problem text or None
+    shown: str | None = None        # the default as README and --help print it
+
+    @property
+    def flag(self):
+        return f"--{self.name}"
+
+    def default_text(self):
+        if self.shown is not None:
+            return self.shown
+        if isinstance(self.default, bool):
+            return str(self.default).lower()
+        return "''" if self.default == "" else str(self.default)
+
+    def coerce(self, value, origin=""):
+        """`value` (typed, or text from a flag or crawl.json) checked and typed."""
+        where = f" (from {origin})" if origin else ""
+        text = value if isinstance(value, str) and value.strip() and " " not in value else repr(value)
+        if value is None and self.default is None:
+            return None
+        try:
+            typed = self.type(value)
+        except (TypeError, ValueError, argparse.ArgumentTypeError):
+            kind = {int: "a whole number", float: "a number"}.get(self.type, "true or false"
+                                                                   if self.type is parse_bool else "text")
+            raise UsageError(f"{self.flag} {text}{where}: expected {kind}; "
+                             f"see --help for its meaning") from None
+        problem = self.check(typed) if self.check else None
+        if problem:
+            raise UsageError(f"{self.flag} {text}{where}: {problem}")
+        return typed
+
+
+S = Setting
+ROUND_SETTINGS = {s.name: s for s in [
+    # --- scope ---
+    S("allow_hosts", str, "", "scope", "Comma-separated host names to stay on (empty = any)."),
+    S("allow_domains", str, "", "scope", "Comma-separated domains: a host matches the domain or a subdomain."),
+    S("url_regex_allow", str, "", "scope", "Comma-separated regexes; when set, a URL must match one."),
+    S("url_regex_deny", str, "", "scope", "Comma-separated regexes; a URL matching one is filtered."),
+    S("deny_extensions", str, None, "scope", "Comma-separated path extensions not to fetch; '' = none.",
+      shown="styles, scripts, fonts, media, archives, executables"),
+    S("max_url_length", int, 2048, "scope", "Longer URLs are filtered (`url_too_long`).", at_least(1)),
+    S("max_depth", int, 0, "scope", "Links deeper than this many hops from a seed are filtered "
+      "(`depth`); 0 = no limit.", at_least(0)),
+    S("honour_nofollow", parse_bool, True, "scope", "Skip links marked rel=nofollow."),
+    S("ignore_meta_nofollow", parse_bool, False, "scope",
+      "Extract links even from pages whose meta robots says nofollow (audits)."),
+    S("sitemaps", parse_bool, True, "scope", "Read the sitemaps robots.txt lists (else /sitemap.xml) "
+      "and queue their URLs with lastmod."),
+    # --- politeness ---
+    S("max_per_host", int, 100, "politeness", "At most this many URLs of one host per round.", at_least(1)),
+    S("delay_per_host", float, 1.0, "politeness", "Seconds between two requests to one host; "
+      "robots Crawl-delay raises it.", at_least(0, " s")),
+    S("max_crawl_delay", float, 30.0, "politeness", "Hosts whose robots Crawl-delay exceeds this "
+      "many seconds are deferred and reported.", at_least(0, " s")),
+    S("obey_robots", parse_bool, True, "politeness", "Obey robots.txt (RFC 9309)."),
+    S("robots_ttl", float, 86400.0, "politeness", "Seconds a host's robots.txt is cached across "
+      "rounds (in the hosts table).", at_least(0, " s"), shown="86400 (24 h)"),
+    S("user_agent", str, DEFAULT_USER_AGENT, "politeness",
+      "User-Agent header; its first token is matched against robots.txt groups.", non_empty),
+    # --- fetching ---
+    S("connect_timeout", float, 10.0, "fetching", "TCP connect timeout, seconds.", at_least(0.001, " s")),
+    S("read_timeout", float, 30.0, "fetching", "Socket read timeout, seconds.", at_least(0.001, " s")),
+    S("deadline", float, 60.0, "fetching", "Whole-request deadline, seconds: a trickling server "
+      "cannot hold a worker longer.", at_least(0.001, " s")),
+    S("max_body", int, 10 * 1024 * 1024, "fetching", "Body cap in bytes after decompression; "
+      "longer bodies are truncated and flagged.", at_least(1, " byte"), shown="10485760 (10 MiB)"),
+    S("max_redirects", int, 5, "fetching", "A URL reached through more redirect hops is recorded "
+      "as too_many_redirects.", at_least(0)),
+    S("max_retries", int, 3, "fetching", "Transient failures are retried in later rounds this "
+      "many times, then recorded as failed.", at_least(0)),
+    S("retry_backoff", float, 60.0, "fetching", "Seconds before the first retry; the k-th waits "
+      "this × 2^k.", at_least(0, " s")),
+    S("fetch_threads", int, 32, "fetching", "Hosts fetched concurrently per worker.", at_least(1)),
+    S("allow_loopback", parse_bool, False, "fetching", "Allow connecting to 127.0.0.0/8 and ::1 "
+      "(tests, local use); private, link-local and metadata addresses stay refused."),
+    S("deny_addresses", str, "", "fetching", "Comma-separated CIDR ranges never to connect to, "
+      "on top of the built-in ones."),
+    S("resolve", str, "", "fetching", "Resolver override in curl syntax: "
+      "HOST:PORT:ADDR[,HOST:PORT:ADDR...]."),
+    S("resolve_file", str, "", "fetching", "File with one HOST:PORT:ADDR per line "
+      "(the simulated web writes one)."),
+    # --- ordering ---
+    S("max_pages", int, 1000, "ordering", "URLs fetched per round (the fetch list's size).", at_least(1)),
+    S("strategy", str, "bfs", "ordering", "Ordering that scores the frontier: bfs, backlinks, "
+      "url_importance, preference, partial_pagerank, opic, larger_sites_first, random.", crawl_strategy),
+    S("strategy_params", str, "", "ordering", "KEY=VALUE,... for the strategy, e.g. x=2,y=1 "
+      "(preference) or damping=0.85,tol=1e-8 (partial_pagerank)."),
+    S("pagerank_path", str, "auto", "ordering", "Where PageRank strategies compute it: memory "
+      "(one worker), beam (a Beam job) or auto (beam above --pagerank_beam_edges links).",
+      one_of("auto", "memory", "beam")),
+    S("pagerank_beam_edges", int, 20_000_000, "ordering",
+      "Known links above which --pagerank_path auto uses the Beam path.", at_least(0)),
+    S("pagerank_iterations", int, 30, "ordering", "Power iterations of the Beam PageRank.", at_least(1)),
+    # --- duplicates ---
+    S("expand_duplicates", parse_bool, False, "duplicates",
+      "Extract links from pages whose content duplicates an earlier page (mirrors)."),
+    S("near_duplicates", float, 0.9, "duplicates", "MinHash Jaccard threshold for near-duplicate "
+      "page pairs (0 = off).", between(0.0, 1.0)),
+    # --- storage ---
+    S("store_pages", parse_bool, True, "storage", "Keep fetched bodies in the pages table "
+      "(noindex pages are never stored)."),
+    S("ignore_meta_noindex", parse_bool, False, "storage",
+      "Store pages even when meta robots / X-Robots-Tag says noindex (audits)."),
+]}
+
+CRAWL_DIR = S("crawl_dir", str, None, "command", "Crawl directory: a local path or any Beam "
+              "filesystem (gs://, s3://, ...). Required.", non_empty, shown="required")
+ROUND_TIME = S("round_time", float, None, "runner", "The round's clock, epoch seconds, for "
+               "replays and tests.", shown="now")
+COMMAND_FLAGS = {
+    "inject": [CRAWL_DIR,
+               S("seeds", str, None, "command", "File with one seed URL per line ('#' comments).",
+                 shown="none"),
+               S("seed", str, None, "command", "A seed URL (repeatable).", shown="none")],
+    "round": [CRAWL_DIR, ROUND_TIME],
+    "crawl": [CRAWL_DIR, ROUND_TIME,
+              S("rounds", int, None, "command", "Run at most this many rounds.", at_least(1),
+                shown="none"),
+              S("max_total_pages", int, None, "command", "Stop once this many URLs have been "
+                "visited in total.", at_least(1), shown="none"),
+              S("until_empty", parse_bool, False, "command", "Run rounds until nothing is due.")],
+}
+USAGE = {
+    "inject": "start a crawl (round 0) or add seeds to one; round flags become the crawl's defaults",
+    "round": "run the next round of a crawl",
+    "crawl": "run rounds until --rounds, --max_total_pages or --until_empty says stop",
+}
+
+
+def markdown_table():
+    """README's defaults table, generated from ROUND_SETTINGS."""
+    rows = ["| flag | group | default | meaning |", "| --- | --- | --- | --- |"]
+    for s in sorted(ROUND_SETTINGS.values(), key=lambda s: list(GROUPS).index(s.group)):
+        rows.append(f"| `{s.flag}` | {s.group} | `{s.default_text()}` | {s.help} |")
+    return "\n".join(rows)
+
+
+def effective_round_settings(given, crawl_defaults):
+    """Every round setting, typed and checked: given flags > crawl.json > defaults.
+
+    A bad value in crawl.json is named as coming from there; raises UsageError."""
+    out = {}
+    for name, s in ROUND_SETTINGS.items():
+        if name in given:
+            out[name] = given[name]
+        elif name in crawl_defaults:
+            out[name] = s.coerce(crawl_defaults[name], origin="crawl.json round_defaults")
+        else:
+            out[name] = s.default
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m pipelines.settings", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--markdown", action="store_true", help="Print README's defaults table.")
+    args = parser.parse_args(argv)
+    if args.markdown:
+        print(markdown_table())
+    else:
+        for s in ROUND_SETTINGS.values():
+            print(f"{s.flag:24s} {s.group:11s} {s.default_text()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
