@@ -6,6 +6,7 @@ import pytest
 
 from pipelines import evaluate as ev
 from strategies.hostgraph import host_graph
+from tests.simweb import model as simweb_model
 
 
 @pytest.fixture(scope="module")
@@ -110,8 +111,7 @@ def test_integer_edge_list(tmp_path):
 
 
 def test_simulated_web_ground_truth_is_read_as_exported(tmp_path):
-    model = pytest.importorskip("tests.simweb.model")
-    model.build_web("small", seed=1).export(tmp_path)
+    simweb_model.build_web("small", seed=1).export(tmp_path)
     g = ev.load_graph(tmp_path / "pages.parquet", tmp_path / "links.parquet",
                       seeds=tmp_path / "seeds.parquet")
     truth = pq.read_table(tmp_path / "pagerank.parquet")
