@@ -165,6 +165,13 @@ def _refuse_unknown(prog, unknown, ours, beams):
                      f"(see `{prog} --help`)")
 
 
+def _refuse_other_commands_flag(command, arg):
+    name = arg.split("=", 1)[0]
+    for other, flags in COMMAND_FLAGS.items():
+        if other != command and name in {s.flag for s in flags} - {s.flag for s in COMMAND_FLAGS[command]}:
+            raise UsageError(f"{name} is a flag of `beamcrawl {other}`, not of `beamcrawl {command}`")
+
+
 def parse_command_line(command, argv):
     """Our flags typed and checked, and the rest (Beam's flags) left for Beam."""
     parser = build_parser(command)
@@ -172,6 +179,7 @@ def parse_command_line(command, argv):
     if rest:
         _, unknown = beam_parser().parse_known_args(rest)
         if unknown:
+            _refuse_other_commands_flag(command, unknown[0])
             _refuse_unknown(parser.prog, unknown, _flag_names(parser), _flag_names(beam_parser()))
     raw = vars(known)
     given = {name: s.coerce(raw[name]) for name, s in ROUND_SETTINGS.items() if raw[name] is not None}
