@@ -1,10 +1,12 @@
 """OPIC: cash conservation, estimates, and convergence towards PageRank."""
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from strategies.graph import dedupe_edges, l1, pagerank
 from strategies.opic import (OpicState, opic_distribute, opic_estimate, opic_init, opic_round,
                              opic_visit)
+from strategies.ordering import get_ordering
 
 
 def _graph(n=300, m=1500, seed=0):
@@ -31,6 +33,33 @@ def test_cash_is_conserved_over_many_steps(damping):
     est = st.estimate()
     assert abs(est.sum() + (st.virtual_history + st.virtual_cash) / (st.total_history + 1)
                - 1.0) < 1e-9
+
+
+def test_three_page_cash_flow_by_hand_and_the_order_it_gives():
+    # A -> B, A -> C, B -> C ; A is the seed and holds all the cash; damping 0.85
+    src, dst = np.array([0, 0, 1]), np.array([1, 2, 2])
+    st = opic_init(3, seeds=[0])
+    # visit A: its 1.0 goes to its history; 0.85 split over B and C; 0.15 to the virtual
+    # page, which is visited at once and spreads it over the three pages (0.05 each)
+    st = opic_visit(st, np.array([True, False, False]), src, dst, damping=0.85)
+    assert st.history.tolist() == pytest.approx([1.0, 0.0, 0.0])
+    assert st.cash.tolist() == pytest.approx([0.05, 0.425 + 0.05, 0.425 + 0.05])
+    assert (st.virtual_cash, st.virtual_history) == pytest.approx((0.0, 0.15))
+    # visit B (cash 0.475): 0.85 * 0.475 to C, 0.15 * 0.475 spread over the three
+    st = opic_visit(st, np.array([False, True, False]), src, dst, damping=0.85)
+    spread = 0.15 * 0.475 / 3
+    assert st.history.tolist() == pytest.approx([1.0, 0.475, 0.0])
+    assert st.cash.tolist() == pytest.approx([0.05 + spread, spread, 0.475 + 0.85 * 0.475 + spread])
+    assert st.virtual_history == pytest.approx(0.15 + 0.15 * 0.475)
+    assert abs(st.total_cash - 1.0) < 1e-9
+    assert abs((st.history + st.cash).sum() + st.virtual_history - (st.total_history + 1.0)) < 1e-9
+    # the opic ordering over a frontier with that cash: C (0.90), A (0.07), B (0.02)
+    f = pa.table({"fp": pa.array([10, 11, 12], pa.int64()), "cash": st.cash})
+    assert np.argsort(-get_ordering("opic").score(f), kind="stable").tolist() == [2, 0, 1]
+    # importance estimate (H + C) / (G + 1), G = 1 + 0.475 + virtual history 0.22125
+    g1 = 1.0 + 0.475 + 0.15 + 0.15 * 0.475 + 1.0
+    assert st.estimate().tolist() == pytest.approx(
+        [(1.0 + 0.05 + spread) / g1, (0.475 + spread) / g1, (0.475 + 0.85 * 0.475 + spread) / g1])
 
 
 def test_one_visit_moves_cash_to_history_and_children():
