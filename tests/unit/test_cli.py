@@ -10,7 +10,9 @@ import sys
 
 import pytest
 
-from pipelines import cli, crawl as crawl_mod, inject, round as round_mod
+from pipelines import cli, inject
+from pipelines import crawl as crawl_mod
+from pipelines import round as round_mod
 from pipelines.settings import ROUND_SETTINGS, UsageError
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -58,7 +60,7 @@ def test_help_lists_our_flags_not_beams_usage(command, capsys):
 
 
 def test_python_m_round_help_is_ours():
-    proc = subprocess.run([sys.executable, "-m", "pipelines.round", "--help"], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "pipelines.round", "--help"], cwd=REPO, check=False,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stderr == ""
     assert "usage: beamcrawl round" in proc.stdout

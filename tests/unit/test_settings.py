@@ -8,8 +8,14 @@ import pytest
 
 from pipelines import cli
 from pipelines.config import RoundConfig
-from pipelines.settings import (COMMAND_FLAGS, GROUPS, ROUND_SETTINGS, UsageError,
-                                effective_round_settings, markdown_table)
+from pipelines.settings import (
+    COMMAND_FLAGS,
+    GROUPS,
+    ROUND_SETTINGS,
+    UsageError,
+    effective_round_settings,
+    markdown_table,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 BEGIN = "<!-- settings table: python -m pipelines.settings --markdown -->"
@@ -30,7 +36,7 @@ def test_readme_defaults_table_is_the_generated_one():
 
 def test_readme_table_names_every_setting_with_its_default():
     rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `--(\w+)` \| \w+ \| `([^`]*)` \|",
-                                                       readme_table(), re.M)}
+                                                       readme_table(), re.MULTILINE)}
     assert set(rows) == set(ROUND_SETTINGS)
     for name, s in ROUND_SETTINGS.items():
         assert rows[name] == s.default_text()
