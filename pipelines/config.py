@@ -10,6 +10,8 @@ step takes, so a step receives the part it needs and never a raw dict:
     page         PageConfig       (transforms.page.fate)
     contentseen  ContentSeenConfig
     score        ScoreConfig      (the ordering strategy object and the PageRank path)
+    refusals     {refusal key: signature} of the address guard and scope settings
+                 (transforms.urls.refusals), stored with every refusal they decide
 
 A setting that cannot become its typed object (a bad regex, CIDR, resolve entry or
 strategy) raises ConfigError naming the flag, before anything is written.
@@ -23,6 +25,7 @@ from strategies.ordering import get_ordering
 from transforms.fetch import netguard
 from transforms.fetch.records import FetchConfig
 from transforms.page.fate import PageConfig
+from transforms.urls import refusals as refusals_mod
 from transforms.urls.scope import UrlFilter
 
 
@@ -136,6 +139,19 @@ def ordering(s):
         raise ConfigError(f"--strategy {s['strategy']}: {e}") from None
 
 
+def refusal_signatures(fetch: FetchConfig, scope: UrlFilter) -> dict:
+    """{refusal key: signature} of a round's guard and scope settings (urls.refusals)."""
+    return refusals_mod.signatures(fetch.allow_loopback, fetch.deny_addresses, fetch.resolve, scope)
+
+
+def settings_signatures(s) -> dict | None:
+    """refusal_signatures of a flat settings dict (a round's options.json); None if unusable."""
+    try:
+        return refusal_signatures(fetch_config(s), url_filter(s))
+    except (ConfigError, KeyError, TypeError, ValueError):
+        return None
+
+
 @dataclass(frozen=True)
 class RoundConfig:
     round_no: int
@@ -148,6 +164,11 @@ class RoundConfig:
     page: PageConfig
     contentseen: ContentSeenConfig
     score: ScoreConfig
+    refusals: tuple = ()        # sorted (key, signature) pairs; see `signatures`
+
+    @property
+    def signatures(self) -> dict:
+        return dict(self.refusals)
 
     @classmethod
     def build(cls, settings, round_no=0, now=0.0) -> "RoundConfig":
@@ -155,11 +176,13 @@ class RoundConfig:
         if s["pagerank_path"] not in ("auto", "memory", "beam"):
             raise ConfigError(f"--pagerank_path must be auto, memory or beam, not {s['pagerank_path']!r}")
         scope = url_filter(s)
+        fetch = fetch_config(s)
+        sigs = refusal_signatures(fetch, scope)
         near = float(s["near_duplicates"] or 0)
         return cls(
             round_no=round_no, now=now,
             generate=GenerateConfig(int(s["max_pages"]), int(s["max_per_host"]), int(s["max_depth"])),
-            fetch=fetch_config(s), fetch_threads=int(s["fetch_threads"]), sitemaps=bool(s["sitemaps"]),
+            fetch=fetch, fetch_threads=int(s["fetch_threads"]), sitemaps=bool(s["sitemaps"]),
             scope=scope,
             page=PageConfig(round_no=round_no, now=now, url_filter=scope,
                             max_retries=int(s["max_retries"]), retry_backoff=float(s["retry_backoff"]),
@@ -167,8 +190,10 @@ class RoundConfig:
                             honour_nofollow=bool(s["honour_nofollow"]),
                             ignore_meta_nofollow=bool(s["ignore_meta_nofollow"]),
                             ignore_meta_noindex=bool(s["ignore_meta_noindex"]),
-                            store_pages=bool(s["store_pages"]), minhash=near > 0),
+                            store_pages=bool(s["store_pages"]), minhash=near > 0,
+                            guard_signature=sigs[refusals_mod.GUARD]),
             contentseen=ContentSeenConfig(bool(s["expand_duplicates"]), near),
             score=ScoreConfig(ordering(s), s["pagerank_path"], int(s["pagerank_beam_edges"]),
                               int(s["pagerank_iterations"])),
+            refusals=tuple(sorted(sigs.items())),
         )

@@ -165,6 +165,9 @@ class CrawlDir:
     def write_json(self, n: int, name: str, obj) -> None:
         _write_text(_join(self.round_dir(n), name), json.dumps(obj, indent=2, sort_keys=True))
 
+    def read_json(self, n: int, name: str):
+        return json.loads(_read_text(_join(self.round_dir(n), name)))
+
     def read_report(self, n: int) -> dict:
         path = _join(self.round_dir(n), REPORT_JSON)
         try:

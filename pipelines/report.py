@@ -20,8 +20,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.config import settings_signatures
 from pipelines.crawldir import CrawlDir, CrawlStateError
-from transforms.urls import refusals
 from transforms.tableio import step as write
+from transforms.urls import refusals
 
 STATS_JSON = "stats.json"
 

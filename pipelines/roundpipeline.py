@@ -12,6 +12,7 @@ import apache_beam as beam
 import pyarrow as pa
 
 from pipelines import report as report_mod
+from pipelines.config import settings_signatures
 from pipelines.runner import spreads_files
 from schemas import tables
 from transforms.contentseen.oldside import OLD_COLUMNS
@@ -23,8 +24,9 @@ from transforms.page.step import ProcessPages
 from transforms.score.modes import LocalScore, scores_per_row, uses_beam_pagerank
 from transforms.score.step import ScoreByBeamPageRank, ScoreWholeFrontier
 from transforms.tableio.step import ReadTables, WriteStats, WriteTable, sum_dicts
+from transforms.urls import refusals
 from transforms.urlseen.candidates import candidates_and_edges, filtered_table
-from transforms.urlseen.step import UrlSeen
+from transforms.urlseen.step import ReadmitRefused, UrlSeen
 
 BUCKET_ROWS = 200_000   # target rows per URL-seen bucket (frontier + seen)
 MIN_BUCKETS = 4
@@ -61,6 +63,38 @@ def _pending(per_host, cap, k):
     return {"pending": min(k, sum(min(c, cap) for c in per_host.values()))}
 
 
+def previous_signatures(crawl, round_no):
+    """The refusal signatures round `round_no - 1` ran with: from its report, else from its
+    options.json; None when unknown (then every refusal counts as possibly stale)."""
+    prev = round_no - 1
+    if prev < 0 or not crawl.is_committed(prev):
+        return None
+    sigs = crawl.read_report(prev).get("refusal_settings")
+    if sigs:
+        return sigs
+    try:
+        return settings_signatures(crawl.read_json(prev, "options.json"))
+    except Exception:  # an old round without options.json
+        return None
+
+
+def changed_refusal_settings(crawl, cfg) -> list:
+    """Refusal keys (urls.refusals) whose settings differ from the previous round's: this
+    round re-reads the refusals they decided. A round with nothing due could still run to
+    re-admit them (pipelines.round's nothing_due may consult this)."""
+    return refusals.changed(cfg.signatures, previous_signatures(crawl, cfg.round_no))
+
+
+def _stale_refusal_files(files, changed):
+    """(table, path) of the seen files that may hold refusals a changed setting decided."""
+    out = []
+    if refusals.GUARD in changed:
+        out += [("visited", f) for f in files["visited"]]
+    if any(k != refusals.GUARD for k in changed):
+        out += [("filtered", f) for f in files["filtered"]]
+    return out
+
+
 def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True):
     """Wire round `cfg.round_no`'s pipeline onto `p`; its outputs go to rounds/N/.
 
@@ -77,8 +111,9 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True):
     visited_view = _read(p, "Visited", files["visited"], tables.VISITED, OLD_COLUMNS,
                          with_positions=True)
     # URL-seen reads the fp column of these files itself, inside its map-side probe
-    seen_files = p | "SeenFiles" >> beam.Create(files["visited"] + files["filtered"],
-                                                reshuffle=spreads_files(p))
+    seen_files = p | "SeenFiles" >> beam.Create(
+        [("visited", f) for f in files["visited"]] + [("filtered", f) for f in files["filtered"]],
+        reshuffle=spreads_files(p))
     hosts = _read(p, "Hosts", files["hosts"], tables.HOSTS)
     stats = []
 
@@ -127,12 +162,22 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True):
                 | "BatchFiltered" >> beam.BatchElements(min_batch_size=1, max_batch_size=2000)
                 | "FilteredTables" >> beam.Map(filtered_table))
 
+    # Refusals: in a round whose guard or scope settings changed, the refusals the old
+    # settings decided are judged again (README "Refused URLs"); other rounds read none
+    stale_files = _stale_refusal_files(files, changed_refusal_settings(crawl, cfg))
+    if stale_files:
+        readmitted = (p | "RefusalFiles" >> beam.Create(stale_files, reshuffle=spreads_files(p))
+                      | "ReadmitRefused" >> ReadmitRefused(cfg.signatures, cfg.scope))
+        candidates = (candidates, readmitted["candidates"]) | "WithReadmitted" >> beam.Flatten()
+        filtered = (filtered, readmitted["filtered"]) | "WithRefusedAgain" >> beam.Flatten()
+        stats.append(readmitted["stats"])
+
     # URL-seen: CoGroupByKey on fingerprint buckets of frontier, seen hits, results, links
     ordering = cfg.score.ordering
     score_fn = LocalScore(ordering) if scores_per_row(ordering) else None
     merged = {"frontier": frontier, "seen": seen_files, "results": result_tables,
               "candidates": candidates, "filtered": filtered} | "UrlSeen" >> UrlSeen(
-        buckets, round_no, score_fn)
+        buckets, round_no, score_fn, cfg.signatures)
     new_frontier = merged["frontier"]
     # Score: strategies that need more than a row see the whole frontier (or the Beam PageRank)
     if score_fn is None and uses_beam_pagerank(ordering, cfg.score.pagerank_path,

@@ -90,11 +90,16 @@ VISITED = pa.schema([
     # round probes old pages by: [] for a page without minhash or an exact duplicate (never
     # an earlier near-duplicate); null in files written before the column (keys recomputed)
     ("lsh_keys", pa.list_(pa.int64())),
+    ("source", pa.string()),            # how the URL entered the frontier (seed/link/...)
+    # signature of the settings that refused the URL (transforms/urls/refusals.py), for a
+    # forbidden_address outcome; null otherwise. A later row of the same URL supersedes it.
+    ("refused_by", pa.string()),
 ])
 
 # Columns added after files of SCHEMA_VERSION 1 were written: a file may lack them (readers
 # fill nulls through `conform`, and the round's file check accepts their absence).
-LATER_COLUMNS = {"visited": ("lsh_keys",)}
+LATER_COLUMNS = {"visited": ("lsh_keys", "source", "refused_by"),
+                 "filtered": ("depth", "source", "refused_by")}
 
 LINKS = pa.schema([
     ("src_fp", pa.int64()),
@@ -137,6 +142,9 @@ FILTERED = pa.schema([
     ("reason", pa.string()),
     ("round", pa.int32()),
     ("first_parent", pa.string()),
+    ("depth", pa.int32()),              # link depth it was refused at
+    ("source", pa.string()),
+    ("refused_by", pa.string()),        # signature of the scope flag behind `reason`
 ])
 
 # Near-duplicate pairs found in a round (MinHash LSH, transforms/contentseen.py): the later
@@ -195,6 +203,8 @@ FILTERED_CANDIDATES = pa.schema([
     ("url", pa.string()),
     ("reason", pa.string()),
     ("first_parent", pa.string()),
+    ("depth", pa.int32()),
+    ("source", pa.string()),
 ])
 
 class ParquetReadError(IOError):

@@ -118,8 +118,11 @@ class CheckScope(beam.DoFn):
         dropped = [i for i, r in enumerate(reasons) if r is not None]
         for i in dropped:
             yield beam.pvalue.TaggedOutput("results", {"fp": fps[i], "final": True, "dropped": True})
+        depths = table.column("depth").fill_null(0).to_pylist()
+        sources = table.column("source").to_pylist()
         yield beam.pvalue.TaggedOutput("filtered", {
-            "src": None, "url": [urls[i] for i in dropped], "reason": [reasons[i] for i in dropped]})
+            "src": None, "url": [urls[i] for i in dropped], "reason": [reasons[i] for i in dropped],
+            "depth": [depths[i] for i in dropped], "source": [sources[i] for i in dropped]})
 
 
 class Fetch(beam.PTransform):

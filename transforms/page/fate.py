@@ -31,7 +31,7 @@ from transforms.urls.scope import UrlFilter
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 VISITED_FROM_PAGE = ("fp", "url", "host", "depth", "discovered_round", "first_parent", "retries",
                      "fetch_time", "http_status", "content_type", "truncated", "elapsed_ms", "etag",
-                     "last_modified")
+                     "last_modified", "source")
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,7 @@ class PageConfig:
     ignore_meta_noindex: bool = False
     store_pages: bool = True
     minhash: bool = True        # carry the page text for MinHash (near-duplicates on)
+    guard_signature: str | None = None   # refused_by of forbidden_address rows (urls.refusals)
 
 
 @dataclass
@@ -78,7 +79,8 @@ def filter_bundle(bundle, url_filter):
     if len(keep) < len(urls):
         drop = [i for i, r in enumerate(reasons) if r is not None]
         filtered = {"src": bundle.get("src"), "url": [urls[i] for i in drop],
-                    "reason": [reasons[i] for i in drop]}
+                    "reason": [reasons[i] for i in drop], "depth": bundle["depth"],
+                    "source": bundle.get("source")}
     return kept, filtered
 
 
@@ -142,6 +144,8 @@ def page_fate(page: dict, config: PageConfig) -> PageFate:
     visited = {k: page.get(k) for k in VISITED_FROM_PAGE}
     visited.update(round=config.round_no, outcome=outcome, reason=reason, bytes=len(body),
                    redirect_to=page.get("redirect_to"))
+    if outcome == tables.FORBIDDEN_ADDRESS:   # refused by a setting: retried once it changes
+        visited["refused_by"] = config.guard_signature
     bundles = []
     if outcome == tables.REDIRECT and page.get("redirect_to"):
         target = urls_mod.normalize(page["redirect_to"])

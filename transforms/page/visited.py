@@ -34,6 +34,11 @@ def visited_stats(table):
         key = f"status_{s // 100}xx" if s else "status_none"
         out[key] = out.get(key, 0) + 1
     out["bytes"] = int(sum(b or 0 for b in table.column("bytes").to_pylist()))
+    # refused by the address guard: not downloaded; counted by the guard's reason
+    for outcome, reason in zip(table.column("outcome").to_pylist(), table.column("reason").to_pylist()):
+        if outcome == tables.FORBIDDEN_ADDRESS:
+            key = f"refused_guard_{reason or 'unknown'}"
+            out[key] = out.get(key, 0) + 1
     return out
 
 

@@ -47,16 +47,25 @@ def candidates_and_edges(bundles, round_no):
     return cand, edges
 
 
+def _per_url(value, n):
+    return list(value) if isinstance(value, (list, tuple)) else [value] * n
+
+
 def filtered_table(bundles):
-    """FILTERED_CANDIDATES table for a batch of (src, url[], reason[]) bundles."""
-    url, reason, parent = [], [], []
+    """FILTERED_CANDIDATES table for a batch of (src, url[], reason[], depth, source) bundles
+    (depth and source: one value for the bundle, or one per URL)."""
+    url, reason, parent, depth, source = [], [], [], [], []
     for b in bundles:
+        n = len(b["url"])
         url.extend(b["url"])
         reason.extend(b["reason"])
-        parent.extend([b.get("src")] * len(b["url"]))
+        parent.extend([b.get("src")] * n)
+        depth.extend(_per_url(b.get("depth"), n))
+        source.extend(_per_url(b.get("source"), n))
     if not url:
         return FILTERED_CANDIDATES.empty_table()
     return pa.Table.from_arrays([
         pa.array(urls_mod.fingerprints(url), pa.int64()), pa.array(url, pa.string()),
         pa.array(reason, pa.string()), pa.array(parent, pa.string()),
+        pa.array(depth, pa.int32()), pa.array(source, pa.string()),
     ], schema=FILTERED_CANDIDATES)

@@ -12,10 +12,17 @@ and filtered URLs ask about (a side input the size of the round, not the crawl).
 parts cross the shuffle as zstd Arrow IPC bytes (`pack`/`unpack`).
 benchmarks/bench_urlseen.py measures it against DuckDB's anti-join.
 
-merge_bucket keeps the invariant: a URL is in exactly one of visited or frontier, or
-recorded as filtered. Fetched URLs with a final outcome leave the frontier (the caller
+merge_bucket keeps the invariant: a URL's latest record is exactly one of visited or
+frontier, or filtered. Fetched URLs with a final outcome leave the frontier (the caller
 writes their visited rows); transient ones stay with their retry state; links to seen URLs
 only update the frontier's in-link counts, anchors and depth; unseen ones join it.
+
+Refusals (README "Refused URLs"): seen hits come in three kinds (SEEN_KINDS). A visited
+row that is not a refusal (HARD) blocks every candidate; a visited refusal by the current
+guard settings (REFUSED) blocks links but not seeds (re-injecting retries it); a filtered
+row (FILTERED) blocks no kept candidate (it passed the current filter at its depth, so
+the refusal no longer applies) and only keeps the URL from being recorded twice. A
+refusal by settings that changed since is not a hit at all: the URL is unseen again.
 """
 
 
@@ -27,6 +34,20 @@ from schemas import tables
 from schemas.tables import CANDIDATES, FILTERED_CANDIDATES, RESULTS
 from transforms.urls.fpsets import member, sorted_unique
 from transforms.urlseen.buckets import _concat, _isin, _np
+
+HARD, REFUSED, FILTERED = "hard", "refused", "filtered"
+SEEN_KINDS = (HARD, REFUSED, FILTERED)
+
+
+def seen_by_kind(seen_parts) -> dict:
+    """{kind: sorted unique fps} of seen parts: (kind, fps) pairs, or bare fps (HARD)."""
+    out = {k: [] for k in SEEN_KINDS}
+    for part in seen_parts:
+        kind, fps = part if isinstance(part, tuple) else (HARD, part)
+        if fps is not None and len(fps):
+            out[kind].append(np.asarray(fps, dtype=np.int64))
+    return {k: sorted_unique(np.concatenate(v)) if v else np.zeros(0, np.int64)
+            for k, v in out.items()}
 
 
 def _aggregate_candidates(cand: pa.Table) -> pa.Table:
@@ -87,13 +108,17 @@ def _aggregate_candidates(cand: pa.Table) -> pa.Table:
 
 
 def merge_bucket(frontier_parts, seen_parts, result_parts, candidate_parts, filtered_parts,
-                 round_no: int):
-    """The URL-seen step for one bucket. Returns (frontier table, filtered table, stats)."""
+                 round_no: int, signatures=None):
+    """The URL-seen step for one bucket. Returns (frontier table, filtered table, stats).
+
+    `seen_parts`: (kind, fps) hits of the seen views (see SEEN_KINDS; bare fps are HARD);
+    `signatures`: {filter reason: signature} stored as the filtered rows' `refused_by`.
+    """
     F = _concat(frontier_parts, tables.FRONTIER)
     R = _concat(result_parts, RESULTS)
     C = _concat(candidate_parts, CANDIDATES)
     X = _concat(filtered_parts, FILTERED_CANDIDATES)
-    seen = [np.asarray(p, dtype=np.int64) for p in seen_parts if p is not None and len(p)]
+    seen = seen_by_kind(seen_parts)
     stats = {}
 
     # 1. fetch results: final ones leave the frontier, transient ones get their retry state.
@@ -113,16 +138,18 @@ def merge_bucket(frontier_parts, seen_parts, result_parts, candidate_parts, filt
             F = _replace_where(F, hit, idx, tr, ["retries", "not_before", "last_error"])
     dropped = _np(R.column("dropped"), False).astype(bool) & r_final
     visited_now = r_fp[r_final & ~dropped]   # these get a visited row this round
-    seen_before = list(seen)
-    seen.append(final_fps)
-    seen_fps = sorted_unique(np.concatenate(seen)) if seen else np.zeros(0, np.int64)
+    dropped_fps = r_fp[dropped]               # these get a filtered row this round
+    blocks_seeds = sorted_unique(np.concatenate([seen[HARD], final_fps]))
+    blocks_links = sorted_unique(np.concatenate([blocks_seeds, seen[REFUSED]]))
 
     # 2. candidates: drop seen ones; update known frontier rows; add the rest.
     new_rows = tables.FRONTIER.empty_table()
     if C.num_rows:
         stats["links_in"] = C.num_rows
         c_fp = _np(C.column("dst_fp"))
-        C = C.filter(pa.array(~member(c_fp, seen_fps)))
+        is_seed = _np(pc.equal(C.column("source"), tables.SOURCE_SEED), False).astype(bool)
+        blocked = np.where(is_seed, member(c_fp, blocks_seeds), member(c_fp, blocks_links))
+        C = C.filter(pa.array(~blocked))
         stats["links_to_seen"] = int(len(c_fp) - C.num_rows)
     if C.num_rows:
         A = _aggregate_candidates(C)
@@ -147,20 +174,25 @@ def merge_bucket(frontier_parts, seen_parts, result_parts, candidate_parts, filt
         stats["links_to_pending"] = int(known.sum())
     frontier = pa.concat_tables([F, new_rows]) if new_rows.num_rows else F
 
-    # 3. filtered candidates: record each URL once, never one that is known otherwise.
+    # 3. filtered candidates: record each URL once, never one whose latest record is another
+    # (known, or already filtered by the current settings); a URL dropped from the fetch list
+    # (out of scope now) left the frontier, so it is always recorded.
     filtered = tables.FILTERED.empty_table()
     if X.num_rows:
-        # a URL dropped from the fetch list (out of scope now) is recorded here, so it is not
-        # "known" yet; every other final result has its visited row
-        known_fps = np.concatenate(seen_before + [visited_now, _np(frontier.column("fp"))])
-        X = X.filter(pa.array(~_isin(_np(X.column("fp")), known_fps)))
+        known_fps = np.concatenate([seen[HARD], seen[REFUSED], seen[FILTERED], visited_now,
+                                    _np(frontier.column("fp"))])
+        x_fp = _np(X.column("fp"))
+        X = X.filter(pa.array(~_isin(x_fp, known_fps) | _isin(x_fp, dropped_fps)))
         if X.num_rows:
             X = X.take(pc.sort_indices(X, sort_keys=[("fp", "ascending"), ("url", "ascending")]))
             xf = _np(X.column("fp"))
             X = X.filter(pa.array(np.r_[True, xf[1:] != xf[:-1]]))
+            sigs = signatures or {}
+            refused_by = pa.array([sigs.get(r) for r in X.column("reason").to_pylist()], pa.string())
             filtered = pa.Table.from_arrays(
                 [X.column("fp"), X.column("url"), X.column("reason"),
-                 pa.array(np.full(X.num_rows, round_no, dtype=np.int32)), X.column("first_parent")],
+                 pa.array(np.full(X.num_rows, round_no, dtype=np.int32)), X.column("first_parent"),
+                 X.column("depth"), X.column("source"), refused_by],
                 schema=tables.FILTERED)
             for reason, count in zip(*np.unique(_np(filtered.column("reason")).astype(str),
                                                 return_counts=True)):

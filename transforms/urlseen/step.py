@@ -1,16 +1,42 @@
-"""URL-seen as a Beam step (see `merge` for the join's rules and `buckets` for the shuffle)."""
+"""URL-seen as a Beam step (see `merge` for the join's rules and `buckets` for the shuffle),
+and `ReadmitRefused`, the re-read of stale refusals in a round whose settings changed
+(see `readmit`)."""
 
 import time
 
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
 
-from schemas.tables import FP_ONLY
+from schemas import tables
+from schemas.tables import FP_ONLY, ParquetReadError
 from transforms.tableio.files import read_row_groups
 from transforms.urls.fpsets import FpIndex, sorted_unique
 from transforms.urlseen.buckets import _np, _split_fps, _split_packed, unpack
-from transforms.urlseen.merge import merge_bucket
+from transforms.urlseen.merge import FILTERED, HARD, REFUSED, merge_bucket
+from transforms.urlseen.readmit import COLUMNS as READMIT_COLUMNS
+from transforms.urlseen.readmit import readmission, stale_mask
+
+_REFUSED_BY = pa.schema([("refused_by", pa.string())])
+
+
+def _row_groups(path, schema):
+    """(ParquetFile, its column names) opened through FileSystems; yields per row group
+    (index, table of `schema`'s columns the file has, conformed)."""
+    try:
+        with FileSystems.open(path) as f:
+            pf = pq.ParquetFile(f)
+            names = pf.schema_arrow.names
+            for i in range(pf.num_row_groups):
+                cols = [c for c in schema.names if c in names]
+                yield pf, i, tables.conform(pf.read_row_group(i, columns=cols), schema)
+    except ParquetReadError:
+        raise
+    except Exception as e:
+        raise ParquetReadError(f"{path}: cannot read this Parquet file ({type(e).__name__}: "
+                               f"{e}). It is missing or damaged; restore it from a backup.") from e
 
 
 class _SortedFps(beam.CombineFn):
@@ -32,14 +58,20 @@ class _SortedFps(beam.CombineFn):
 
 
 class _ProbeSeen(beam.DoFn):
-    """Seen side -> the fps in it that this round asks about (the probe set).
+    """Seen side -> the fps in it that this round asks about (the probe set), by kind.
 
-    Elements are Parquet file paths (read here, fp column only, row group by row group,
-    so the seen tables never cross a stage boundary: the in-process runner would pickle
-    them all) or Arrow tables with an `fp` column. The probe's FpIndex is built once, not
-    per element: runners may hand each call a fresh copy of the side input, so the cached
-    index is kept while the values are equal.
+    Elements are (table name, Parquet file path) of the visited and filtered views (read
+    here, fp column only, row group by row group, so the seen tables never cross a stage
+    boundary: the in-process runner would pickle them all; `refused_by` is read only for
+    row groups with hits), bare paths, or Arrow tables with an `fp` column (both HARD).
+    Yields (kind, fps) per file (merge.SEEN_KINDS); a refusal by settings that are not
+    `current` is no hit at all. The probe's FpIndex is built once, not per element:
+    runners may hand each call a fresh copy of the side input, so the cached index is kept
+    while the values are equal.
     """
+
+    def __init__(self, current=()):
+        self.current = frozenset(current)
 
     def setup(self):
         self._index = None
@@ -49,21 +81,56 @@ class _ProbeSeen(beam.DoFn):
             return
         if self._index is None or not np.array_equal(self._index.values, probe):
             self._index = FpIndex(probe)
+        if isinstance(element, tuple):
+            yield from self._probe_file(*element)
+            return
         if isinstance(element, str):   # one output per file, not per row group
             hits = [self._hits(t) for _, _, t in read_row_groups(element, FP_ONLY)]
         else:
             hits = [self._hits(element)] if element is not None else []
         hits = [h for h in hits if len(h)]
         if hits:
-            yield np.concatenate(hits) if len(hits) > 1 else hits[0]
+            yield HARD, np.concatenate(hits) if len(hits) > 1 else hits[0]
+
+    def _probe_file(self, table, path):
+        by_kind = {HARD: [], REFUSED: [], FILTERED: []}
+        for pf, i, t in _row_groups(path, FP_ONLY):
+            fps = np.asarray(t.column("fp").to_numpy(zero_copy_only=False), dtype=np.int64)
+            hit = self._index.contains(fps)
+            if not hit.any():
+                continue
+            if "refused_by" in pf.schema_arrow.names:
+                refused_by = pf.read_row_group(i, columns=["refused_by"]).column("refused_by")
+                refused_by = refused_by.filter(pa.array(hit)).combine_chunks()
+            else:
+                refused_by = pa.nulls(int(hit.sum()), pa.string())
+            fps = fps[hit]
+            stale = stale_mask(refused_by, self.current)
+            if table == "filtered":     # a current (or legacy) scope refusal
+                by_kind[FILTERED].append(fps[~stale])
+                continue
+            refusal = np.asarray(refused_by.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+            by_kind[HARD].append(fps[~refusal])
+            by_kind[REFUSED].append(fps[refusal & ~stale])
+        for kind, parts in by_kind.items():
+            parts = [p for p in parts if len(p)]
+            if parts:
+                yield kind, np.concatenate(parts)
 
     def _hits(self, table):
         fps = np.asarray(table.column("fp").to_numpy(zero_copy_only=False), dtype=np.int64)
         return fps[self._index.contains(fps)]
 
+
+def _split_kind_fps(kind_fps, buckets):
+    kind, fps = kind_fps
+    for bucket, part in _split_fps(fps, buckets):
+        yield bucket, (kind, part)
+
+
 class _MergeBucket(beam.DoFn):
-    def __init__(self, round_no, score_fn):
-        self.round_no, self.score_fn = round_no, score_fn
+    def __init__(self, round_no, score_fn, signatures=None):
+        self.round_no, self.score_fn, self.signatures = round_no, score_fn, signatures
 
     def process(self, element):
         started = time.perf_counter()
@@ -71,7 +138,7 @@ class _MergeBucket(beam.DoFn):
         frontier, filtered, stats = merge_bucket(
             [unpack(x) for x in g["frontier"]], g["seen"], [unpack(x) for x in g["results"]],
             [unpack(x) for x in g["candidates"]], [unpack(x) for x in g["filtered"]],
-            self.round_no)
+            self.round_no, self.signatures)
         if self.score_fn is not None and frontier.num_rows:
             scores = np.asarray(self.score_fn(frontier), dtype=np.float64)
             frontier = frontier.set_column(frontier.schema.get_field_index("score"), "score",
@@ -103,9 +170,10 @@ class UrlSeen(beam.PTransform):
     stages, more than the zstd-packed parts cost in the shuffle.)
     """
 
-    def __init__(self, buckets, round_no, score_fn=None):
+    def __init__(self, buckets, round_no, score_fn=None, signatures=None):
         super().__init__()
         self.buckets, self.round_no, self.score_fn = buckets, round_no, score_fn
+        self.signatures = dict(signatures or {})   # {refusal key: signature} (urls.refusals)
 
     def expand(self, inputs):
         b = self.buckets
@@ -115,8 +183,9 @@ class UrlSeen(beam.PTransform):
                  | "AskedFps" >> beam.Flatten()
                  | "ProbeSet" >> beam.CombineGlobally(_SortedFps()))
         seen_hits = (inputs["seen"]
-                     | "ProbeSeen" >> beam.ParDo(_ProbeSeen(), beam.pvalue.AsSingleton(probe))
-                     | "BucketSeenHits" >> beam.FlatMap(_split_fps, b))
+                     | "ProbeSeen" >> beam.ParDo(_ProbeSeen(self.signatures.values()),
+                                                 beam.pvalue.AsSingleton(probe))
+                     | "BucketSeenHits" >> beam.FlatMap(_split_kind_fps, b))
         keyed = {
             "frontier": inputs["frontier"] | "BucketFrontier" >> beam.FlatMap(_split_packed, b),
             "seen": seen_hits,
@@ -126,6 +195,51 @@ class UrlSeen(beam.PTransform):
             "filtered": inputs["filtered"] | "BucketFiltered" >> beam.FlatMap(_split_packed, b),
         }
         out = (keyed | "JoinOnBucket" >> beam.CoGroupByKey()
-               | "MergeBucket" >> beam.ParDo(_MergeBucket(self.round_no, self.score_fn))
+               | "MergeBucket" >> beam.ParDo(_MergeBucket(self.round_no, self.score_fn,
+                                                         self.signatures))
                .with_output_types(pa.Table).with_outputs("filtered", "stats", main="frontier"))
         return {"frontier": out.frontier, "filtered": out.filtered, "stats": out.stats}
+
+
+class _ReadStaleRefusals(beam.DoFn):
+    """(table name, path) -> (CANDIDATES, FILTERED_CANDIDATES) of its stale refusal rows;
+    a stats dict on tag `stats`. Only `refused_by` is read of row groups without one."""
+
+    def __init__(self, current, url_filter):
+        self.current, self.url_filter = frozenset(current), url_filter
+
+    def process(self, element):
+        table, path = element
+        schema = pa.schema([tables.TABLES[table].field(c) for c in READMIT_COLUMNS[table]])
+        stale = []
+        for pf, i, t in _row_groups(path, _REFUSED_BY):
+            mask = stale_mask(t.column("refused_by").combine_chunks(), self.current)
+            if mask.any():
+                cols = [c for c in schema.names if c in pf.schema_arrow.names]
+                rows = tables.conform(pf.read_row_group(i, columns=cols), schema)
+                stale.append(rows.filter(pa.array(mask)))
+        if stale:
+            cand, refused = readmission(pa.concat_tables(stale), self.url_filter)
+            yield beam.pvalue.TaggedOutput("stats", {"refusals_reread": sum(t.num_rows for t in stale)})
+            if cand.num_rows:
+                yield cand
+            if refused.num_rows:
+                yield beam.pvalue.TaggedOutput("filtered", refused)
+
+
+class ReadmitRefused(beam.PTransform):
+    """(table name, path) of the seen views -> candidates of the refusals whose setting
+    changed (`candidates`), the ones the scope still refuses (`filtered`), `stats`.
+
+    Wired only in a round whose refusal signatures differ from the previous round's.
+    """
+
+    def __init__(self, signatures, url_filter):
+        super().__init__()
+        self.current, self.url_filter = frozenset(dict(signatures).values()), url_filter
+
+    def expand(self, seen_files):
+        out = seen_files | "ReadStaleRefusals" >> beam.ParDo(
+            _ReadStaleRefusals(self.current, self.url_filter)).with_outputs(
+                "filtered", "stats", main="candidates")
+        return {"candidates": out.candidates, "filtered": out.filtered, "stats": out.stats}
