@@ -6,8 +6,8 @@ import pyarrow as pa
 from pipelines import report as report_mod
 from schemas import tables
 from tests.unit.frontier_rows import frontier
-from transforms.urls import refusals
 from transforms.urls import canonical as urls_mod
+from transforms.urls import refusals
 from transforms.urls.scope import UrlFilter
 from transforms.urlseen import merge as urlseen_merge
 from transforms.urlseen.merge import FILTERED, HARD, REFUSED
