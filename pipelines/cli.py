@@ -92,7 +92,8 @@ class CommandLine:
 
 
 def _help(setting):
-    return f"{setting.help} (default: {setting.default_text()})".replace("%", "%%")
+    default = "required" if setting.default_text() == "required" else f"default: {setting.default_text()}"
+    return f"{setting.help} ({default})".replace("%", "%%")
 
 
 def _add_flag(group, setting):

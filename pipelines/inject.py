@@ -113,8 +113,13 @@ def run_inject(argv):
     return report
 
 
+def _shown(value):
+    return "(built-in)" if value is None else repr(value) if value == "" else str(value)
+
+
 def describe(report):
-    lines = [f"changed default {flag}: {old} -> {new}" for flag, old, new in report["changed_defaults"]]
+    lines = [f"changed default {flag}: {_shown(old)} -> {_shown(new)}"
+             for flag, old, new in report["changed_defaults"]]
     known = report["known_seeds"]
     lines.append(f"round {report['round']}: injected {report['new_urls']} new seeds"
                  + (f", {known} already known (not added again)" if known else "")

@@ -195,7 +195,7 @@ ROUND_SETTINGS = {s.name: s for s in [
 ]}
 
 CRAWL_DIR = S("crawl_dir", str, None, "command", "Crawl directory: a local path or any Beam "
-              "filesystem (gs://, s3://, ...). Required.", non_empty, shown="required")
+              "filesystem (gs://, s3://, ...).", non_empty, shown="required")
 ROUND_TIME = S("round_time", float, None, "runner", "The round's clock, epoch seconds, for "
                "replays and tests.", shown="now")
 COMMAND_FLAGS = {
