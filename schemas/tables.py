@@ -94,12 +94,18 @@ VISITED = pa.schema([
     # signature of the settings that refused the URL (transforms/urls/refusals.py), for a
     # forbidden_address outcome; null otherwise. A later row of the same URL supersedes it.
     ("refused_by", pa.string()),
+    # the near-duplicate cluster the page joined (transforms/contentseen/clusters.py): its
+    # earliest member by (round, fp); null when the page joined none (or is a cluster's head)
+    ("near_cluster_fp", pa.int64()),
+    ("near_cluster_round", pa.int32()),
 ])
 
 # Columns added after files of SCHEMA_VERSION 1 were written: a file may lack them (readers
 # fill nulls through `conform`, and the round's file check accepts their absence).
-LATER_COLUMNS = {"visited": ("lsh_keys", "source", "refused_by"),
-                 "filtered": ("depth", "source", "refused_by")}
+LATER_COLUMNS = {"visited": ("lsh_keys", "source", "refused_by", "near_cluster_fp",
+                             "near_cluster_round"),
+                 "filtered": ("depth", "source", "refused_by"),
+                 "near_duplicates": ("host", "cluster_fp", "cluster_round")}
 
 LINKS = pa.schema([
     ("src_fp", pa.int64()),
@@ -147,8 +153,12 @@ FILTERED = pa.schema([
     ("refused_by", pa.string()),        # signature of the scope flag behind `reason`
 ])
 
-# Near-duplicate pairs found in a round (MinHash LSH, transforms/contentseen.py): the later
-# page (by round, then fp) and the earlier one it nearly copies.
+# Near-duplicates found in a round (transforms/contentseen/clusters.py): one row per page of
+# the round that joined a near-duplicate cluster (never one per pair). cluster_* name the
+# cluster's earliest member by (round, fp); of_* the earlier page it was matched with (the
+# head itself when it matched it) and jaccard the MinHash estimate to that page. Files
+# written before clusters hold one row per pair and no host/cluster_* (read as null: the
+# pair's of_* page stands for the cluster).
 NEAR_DUPLICATES = pa.schema([
     ("fp", pa.int64()),
     ("url", pa.string()),
@@ -157,6 +167,9 @@ NEAR_DUPLICATES = pa.schema([
     ("of_url", pa.string()),
     ("of_round", pa.int32()),
     ("jaccard", pa.float64()),
+    ("host", pa.string()),
+    ("cluster_fp", pa.int64()),
+    ("cluster_round", pa.int32()),
 ])
 
 # OPIC state (strategies/opic.py) of every known page, visited or pending; written only by

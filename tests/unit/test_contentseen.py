@@ -160,9 +160,35 @@ def lsh_case(tmp_path_factory):
     return files, pairs, rank
 
 
-def test_beam_banding_gives_datasketch_minhashlsh_pairs_on_10000_pages(lsh_case):
+def _clusters_match_pairs(pairs, rank, rnd, thr):
+    """A matcher: one ASSIGNMENTS table whose rows are exactly the pages of round `rnd` with
+    a datasketch pair (estimate >= thr) to an earlier page; each row's `of` is such a pair
+    with its estimate, and its cluster head is earlier and in the same connected component."""
+    mine = {k: j for k, j in pairs.items() if rank[k[0]] == rnd and j >= thr}
+    parent = {}
+
+    def find(x):
+        while parent.get(x, x) != x:
+            x = parent[x]
+        return x
+    for a, b in mine:
+        parent[find(a)] = find(b)
+
+    def check(actual):
+        (t,) = actual
+        rows = t.to_pylist()
+        assert mine and sorted(r["fp"] for r in rows) == sorted({a for a, _ in mine})
+        for r in rows:
+            assert abs(mine[(r["fp"], r["of_fp"])] - r["jaccard"]) < 1e-9
+            assert (r["cluster_round"], r["cluster_fp"]) < (rank[r["fp"]], r["fp"])
+            assert find(r["cluster_fp"]) == find(r["fp"])
+    return check
+
+
+def test_beam_banding_gives_clusters_of_datasketch_minhashlsh_pairs_on_10000_pages(lsh_case):
     """Round 1 (5 000 new pages), then round 2 (5 000 new against round 1's as visited):
-    with min_jaccard 0 every LSH candidate pair, with 0.9 those whose estimate is >= 0.9."""
+    with min_jaccard 0 every LSH candidate pair, with 0.9 those whose estimate is >= 0.9,
+    seen as clusters: one row per page with a pair."""
     files, pairs, rank = lsh_case
     assert len(pairs) > 100 and sum(j >= 0.9 for j in pairs.values()) > 40
     for rnd, old_files in ((1, []), (2, files[1])):
@@ -174,12 +200,9 @@ def test_beam_banding_gives_datasketch_minhashlsh_pairs_on_10000_pages(lsh_case)
                         | f"Read{label}" >> ReadAllFromParquetBatched())
             inputs = {"new": read("New", files[rnd]), "old": read("Old", old_files)}
             for thr in (0.0, 0.9):
-                got = (inputs | f"Near{thr}" >> contentseen_step.NearDuplicates(threshold=0.9, min_jaccard=thr,
-                                                                 buckets=8, max_group=0)
-                       | f"Pair{thr}" >> beam.Map(lambda d: (d["fp"], d["of_fp"])))
-                want = sorted(k for k, j in pairs.items() if rank[k[0]] == rnd and j >= thr)
-                assert want
-                assert_that(got, equal_to(want), label=f"Check{thr}")
+                got = inputs | f"Near{thr}" >> contentseen_step.NearClusters(
+                    threshold=0.9, min_jaccard=thr, buckets=8, cap=0)
+                assert_that(got, _clusters_match_pairs(pairs, rank, rnd, thr), label=f"Check{thr}")
 
 
 def test_two_phase_old_side_gives_datasketch_minhashlsh_pairs_on_10000_pages(lsh_case, tmp_path):
@@ -204,11 +227,9 @@ def test_two_phase_old_side_gives_datasketch_minhashlsh_pairs_on_10000_pages(lsh
             hits = {"new": new, "old": old} | contentseen_step.OldHits(round_no=2, near=True, max_group=0)
             for thr in (0.0, 0.9):
                 got = ({"new": new, "old": hits["near"]}
-                       | f"Near{thr}" >> contentseen_step.NearDuplicates(threshold=0.9, min_jaccard=thr, buckets=8,
-                                                           max_group=0)
-                       | f"Pair{thr}" >> beam.Map(lambda d: (d["fp"], d["of_fp"])))
-                want = sorted(k for k, j in pairs.items() if rank[k[0]] == 2 and j >= thr)
-                assert_that(got, equal_to(want), label=f"Check{thr}")
+                       | f"Near{thr}" >> contentseen_step.NearClusters(threshold=0.9, min_jaccard=thr, buckets=8,
+                                                                     cap=0))
+                assert_that(got, _clusters_match_pairs(pairs, rank, 2, thr), label=f"Check{thr}")
 
 
 def test_old_side_without_url_names_the_first_by_fp():
@@ -223,13 +244,21 @@ def test_mirror_and_stats_transforms_count_a_round():
         [dict(fp=i, url=f"m/{i}", host="mirror", content_fp=i, duplicate_of=f"s/{i}",
               duplicate_of_fp=100 + i, duplicate_of_host="site", duplicate_of_round=1)
          for i in range(5)], schema=contentseen_fingerprints.DUPLICATES)
-    near = [dict(zip(contentseen_fingerprints.NEAR_PAIRS, (1, "a", 2, 2, "b", 1, 0.95))),
-            dict(zip(contentseen_fingerprints.NEAR_PAIRS, (1, "a", 2, 3, "c", 1, 0.92)))]
+    from transforms.contentseen import clusters
+    asg = pa.table({"fp": pa.array([1, 4, 5], pa.int64()), "cluster_fp": pa.array([2, 2, 9], pa.int64()),
+                    "cluster_round": pa.array([1, 1, 1], pa.int32()), "of_fp": pa.array([2, 2, 9], pa.int64()),
+                    "of_url": ["b", "b", "i"], "of_round": pa.array([1, 1, 1], pa.int32()),
+                    "jaccard": [0.95, 0.92, 0.91]}, schema=clusters.ASSIGNMENTS)
+    visited = pa.table({"fp": pa.array([1, 4, 5, 6], pa.int64()), "host": ["h", "h", "g", "h"]})
     with TestPipeline(runner="FnApiRunner") as p:
         dups = p | "D" >> beam.Create([d.slice(0, 2), d.slice(2)])
         mirrors = dups | contentseen_step.SuspectMirrors(min_pages=3)
         assert_that(mirrors, equal_to([("mirror", "site", 5)]), label="Mirrors")
-        stats = {"duplicates": dups, "near": p | "N" >> beam.Create(near),
+        stats = {"duplicates": dups, "clusters": p | "N" >> beam.Create([asg]),
+                 "visited": p | "V" >> beam.Create([visited]),
                  "mirrors": mirrors} | contentseen_step.ContentSeenStats()
-        assert_that(stats, equal_to([{"exact_duplicates": 5, "near_duplicates": 1,
-                                      "mirror_hosts_suspected": 1}]), label="Stats")
+        assert_that(stats, equal_to([{
+            "exact_duplicates": 5, "mirror_hosts_suspected": 1, "near_duplicates": 3,
+            "near_clusters": 2, "near_cluster_largest": 3, "near_cluster_size_2": 1,
+            "near_cluster_size_3_9": 1, "near_host_pages:h": 2, "near_host_visited:h": 3,
+            "near_host_pages:g": 1, "near_host_visited:g": 1}]), label="Stats")

@@ -2,6 +2,7 @@
 
 - `fingerprints`: body/text fingerprints, MinHash signatures, LSH band keys (pure).
 - `duplicates`: exact duplicates, candidate pairs, mirrors over Arrow tables (pure).
+- `clusters`: near-duplicate clusters from capped band groups, one row per page (pure).
 - `oldside`: probing the visited view's narrow columns for this round's keys (pure).
 - `step`: `ApplyContentSeen` and its parts, the Beam step of the round.
 
@@ -30,34 +31,41 @@ ContentSeen(key="content_fp", buckets=16)  -- exact duplicates
          fingerprints (one sorted int64 array), so only matching rows are shuffled; the
          visited view is read once, by column.
 
-NearDuplicates(threshold=0.9, num_perm=128, buckets=16, max_group=200, params=LSH_PARAMS,
-               min_jaccard=None)
-  -- MinHash LSH. `threshold` picks the bands; pairs are kept when their Jaccard estimate
-  is >= min_jaccard (default: threshold; 0 keeps every LSH candidate pair).
+NearClusters(threshold=0.9, num_perm=128, buckets=16, cap=NEAR_CAP (64), params=LSH_PARAMS,
+             min_jaccard=None)
+  -- MinHash LSH, as clusters (`clusters`). `threshold` picks the bands; a match needs a
+  Jaccard estimate >= min_jaccard (default: threshold; 0 keeps every LSH candidate).
 
   input  dict: ``new`` (this round) and ``old`` (visited view): tables with columns fp,
-         url, round, minhash (list<uint32>, nulls skipped). Exact duplicates should be
-         left out of ``new`` (they are reported by ContentSeen), and ``old`` may be
-         restricted to rows whose duplicate_of is null.
+         url, round, minhash (list<uint32>, nulls skipped) and, optionally,
+         near_cluster_fp / near_cluster_round (the cluster an old page joined). Exact
+         duplicates should be left out of ``new`` (they are reported by ContentSeen), and
+         ``old`` may be restricted to rows whose duplicate_of is null. The MinHash is of the
+         page's main content (the page step: chrome by markup and the host's repeated
+         blocks left out), never of the whole page.
   steps  band keys (b bands of r rows: ``LSH_PARAMS`` = (16, 8) by default, the same bands
          as ``MinHashLSH(threshold, num_perm, params=(16, 8))``; ``params=None`` for
-         datasketch's own optimum, (5, 25) at 0.9/128, which misses half the pairs at
-         Jaccard 0.92) -> old rows kept
-         only if one of their band keys is a band key of this round (side input) ->
-         GroupByKey on band-key bucket -> candidate pairs (band slices equal, at least one
-         page new) -> Jaccard estimate (share of equal MinHash values) >= threshold ->
-         distinct pairs.
-  output PCollection of dicts ``NEAR_PAIRS`` fields: fp, url, round (the later page by
-         (round, fp)), of_fp, of_url, of_round (the earlier), jaccard. Pairs between two
-         old pages are not repeated (they were reported in their round).
-  limit  a band bucket holding more than ``max_group`` pages with one key pairs each new
-         page with the ``max_group`` earliest others only (bounds the O(g^2) of
-         boilerplate pages); 0 = no limit.
+         datasketch's own optimum) -> old rows kept only if one of their band keys is a
+         band key of this round (side input) -> GroupByKey on band-key bucket -> per band
+         group, each new page against the group's ``cap`` earliest members earlier than it
+         (0 = all): band slice equal and estimate >= threshold, its best match kept (one
+         edge per page and band) -> all edges (<= bands x pages) -> union-find.
+  output PCollection of one ASSIGNMENTS table: one row per page of this round that joins
+         a cluster: fp, cluster_fp, cluster_round (the cluster's earliest member by
+         (round, fp); an old page stands for the cluster it joined), of_fp, of_url,
+         of_round (the page it matched), jaccard (estimate to that page). Heads have no
+         row; old rows are never rewritten (pages bridging two old clusters join the
+         earlier). ApplyContentSeen writes them as NEAR_DUPLICATES rows and sets VISITED
+         near_cluster_fp / near_cluster_round.
+  limit  work and memory per band group are O(group x cap), output O(pages); the largest
+         number of members one page was compared with is the distribution
+         ``contentseen.near_group_compared``.
 
 SuspectMirrors(min_pages=3): from the DUPLICATES tables, (host, duplicate_of_host, pages)
   for host pairs with at least ``min_pages`` duplicate pages this round.
-``round_stats`` / ContentSeenStats: {"exact_duplicates", "near_duplicates",
-  "mirror_hosts_suspected"} for the round's report.
+ContentSeenStats: {"exact_duplicates", "mirror_hosts_suspected", "near_duplicates" (pages
+  that joined a cluster), "near_clusters", "near_cluster_largest", "near_cluster_size_LO_HI",
+  "near_host_pages:HOST", "near_host_visited:HOST"} for the round's report.
 
 ApplyContentSeen input: a dict of PCollections:
   visited  this round's VISITED tables          links  this round's candidates bundles
@@ -66,7 +74,8 @@ ApplyContentSeen input: a dict of PCollections:
                                                        columns OLD_COLUMNS (ReadTables(...,
                                                        OLD_COLUMNS, with_positions=True))
 Output: a dict with the same `visited` (exact duplicates get outcome `duplicate` and
-`duplicate_of`, and empty `lsh_keys`), `links` (bundles of duplicate pages dropped unless
+`duplicate_of`, and empty `lsh_keys`; pages that joined a near-duplicate cluster get
+`near_cluster_fp`/`near_cluster_round`), `links` (bundles of duplicate pages dropped unless
 expand_duplicates), `pages` (bodies of duplicates dropped), `near` (NEAR_DUPLICATES
-tables) and `stats`.
+tables: one row per page) and `stats`.
 """

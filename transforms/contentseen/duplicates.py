@@ -6,6 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from transforms.contentseen.clusters import head_columns
 from transforms.contentseen.fingerprints import (
     DUPLICATES,
     MAX_GROUP,
@@ -125,6 +126,9 @@ def _band_rows(table: pa.Table, bands: int, rows: int, num_perm: int, is_new: bo
         if len(page) == 0:
             return None, None
     take = pa.array(page, type=pa.int64())
+    fps = table.column("fp").to_numpy(zero_copy_only=False).astype(np.int64)
+    rnds = table.column("round").fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    head_fp, head_round = head_columns(table, fps, rnds)
     out = pa.table({
         "key": pa.array(flat, pa.int64()), "band": pa.array(band, pa.int32()),
         "fp": table.column("fp").take(take).cast(pa.int64()),
@@ -132,6 +136,8 @@ def _band_rows(table: pa.Table, bands: int, rows: int, num_perm: int, is_new: bo
         "round": table.column("round").take(take).cast(pa.int32()),
         "new": pa.array(np.full(len(page), is_new)),
         "minhash": signature_column(sigs[page]),
+        "head_fp": pa.array(head_fp[page], pa.int64()),
+        "head_round": pa.array(head_round[page], pa.int32()),
     })
     return out, flat
 

@@ -29,7 +29,8 @@ from transforms.urls.fpsets import FpIndex, member, sorted_unique
 
 OLD_COLUMNS = ["fp", "round", "content_fp", "lsh_keys"]            # phase 1: every row
 EXACT_COLUMNS = ["fp", "url", "host", "round", "content_fp"]        # phase 2: exact hits
-NEAR_COLUMNS = ["fp", "url", "round", "minhash", "duplicate_of"]    # phase 2: near hits
+NEAR_COLUMNS = ["fp", "url", "round", "minhash", "duplicate_of",    # phase 2: near hits
+                "near_cluster_fp", "near_cluster_round"]
 COMPAT_COLUMNS = ["fp", "minhash", "duplicate_of"]  # phase 1 of a row group without lsh_keys
 EXACT, NEAR = "exact", "near"
 
@@ -64,7 +65,9 @@ def _drop_rows(table, dups):
 def not_duplicate(table):
     """Rows for near-duplicate search: with a signature and not an exact duplicate."""
     mask = pc.and_(pc.is_valid(table.column("minhash")), pc.is_null(table.column("duplicate_of")))
-    return table.filter(mask).select(["fp", "url", "round", "minhash"])
+    return table.filter(mask).select(
+        [c for c in ("fp", "url", "round", "minhash", "near_cluster_fp", "near_cluster_round")
+         if c in table.column_names])
 
 
 # --------------------------------------------------------------------------- old side, phase 1

@@ -1,4 +1,4 @@
-"""Content-seen as Beam steps: ContentSeen (exact), NearDuplicates (LSH), SuspectMirrors, and
+"""Content-seen as Beam steps: ContentSeen (exact), NearClusters (LSH), SuspectMirrors, and
 `ApplyContentSeen`, which applies them to a round with the two-phase old side (see `oldside`).
 
 The contract of each step is in the package docstring (transforms/contentseen/__init__.py).
@@ -12,22 +12,10 @@ import pyarrow as pa
 from apache_beam.metrics import Metrics
 
 from schemas import tables
-from transforms.contentseen.duplicates import (
-    _band_rows,
-    _col,
-    _concat_arrays,
-    _split,
-    candidate_pairs,
-    exact_duplicates,
-)
-from transforms.contentseen.fingerprints import (
-    LSH_PARAMS,
-    MAX_GROUP,
-    NEAR_PAIRS,
-    NUM_PERM,
-    THRESHOLD,
-    lsh_params,
-)
+from transforms.contentseen.clusters import (ASSIGNMENTS, NEAR_CAP, candidate_edges, cluster_stats,
+                                             host_stats, mark_near, near_rows, resolve_clusters)
+from transforms.contentseen.duplicates import _band_rows, _col, _concat_arrays, _split, exact_duplicates
+from transforms.contentseen.fingerprints import LSH_PARAMS, MAX_GROUP, NUM_PERM, THRESHOLD, lsh_params
 from transforms.contentseen.oldside import (
     EXACT,
     NEAR,
@@ -42,6 +30,7 @@ from transforms.contentseen.oldside import (
     read_hits,
 )
 from transforms.tableio import files as readparquet
+from transforms.tableio.step import sum_dicts
 from transforms.urls.fpsets import FpIndex, member
 
 
@@ -116,24 +105,24 @@ class ContentSeen(beam.PTransform):
         return grouped | "DecideDuplicates" >> beam.FlatMap(decide)
 
 
-class NearDuplicates(beam.PTransform):
-    """MinHash LSH banding in Beam across all rounds (see the module contract)."""
+class NearClusters(beam.PTransform):
+    """MinHash LSH banding across all rounds -> one ASSIGNMENTS table (see the contract)."""
 
     def __init__(self, threshold: float = THRESHOLD, num_perm: int = NUM_PERM, buckets: int = 16,
-                 max_group: int = MAX_GROUP, params: tuple[int, int] | None = LSH_PARAMS,
+                 cap: int = NEAR_CAP, params: tuple[int, int] | None = LSH_PARAMS,
                  min_jaccard: float | None = None):
         super().__init__()
         self.threshold = threshold if min_jaccard is None else min_jaccard
-        self.num_perm, self.buckets = num_perm, buckets
-        self.max_group = max_group
+        self.num_perm, self.buckets, self.cap = num_perm, buckets, cap
         self.bands, self.rows = params or lsh_params(threshold, num_perm)
 
     def expand(self, inputs):
         bands, rows, P, B = self.bands, self.rows, self.num_perm, self.buckets
-        thr, mg = self.threshold, self.max_group
+        thr, cap = self.threshold, self.cap
+        compared = Metrics.distribution("contentseen", "near_group_compared")
 
         def new_bands(t):
-            out, keys = _band_rows(t, bands, rows, P, True)
+            out, _ = _band_rows(t, bands, rows, P, True)
             if out is not None:
                 yield out
 
@@ -148,18 +137,19 @@ class NearDuplicates(beam.PTransform):
             if out is not None:
                 yield out
 
+        def edges(kv):
+            t, widest = candidate_edges(kv[1], bands, rows, P, thr, cap)
+            compared.update(widest)
+            if t.num_rows:
+                yield t
+
         ob = inputs["old"] | "OldBandRows" >> beam.FlatMap(old_bands, beam.pvalue.AsSingleton(keyset))
-
-        def split(t):
-            yield from _split(t, _col(t, "key").astype(np.int64), B)
-
-        pairs = ((nb, ob) | "AllBandRows" >> beam.Flatten()
-                 | "SplitBands" >> beam.FlatMap(split)
-                 | "GroupBands" >> beam.GroupByKey()
-                 | "CandidatePairs" >> beam.FlatMap(
-                     lambda kv: candidate_pairs(kv[1], bands, rows, P, thr, mg))
-                 | "DistinctPairs" >> beam.Distinct())
-        return pairs | "PairDicts" >> beam.Map(lambda t: dict(zip(NEAR_PAIRS, t)))
+        return ((nb, ob) | "AllBandRows" >> beam.Flatten()
+                | "SplitBands" >> beam.FlatMap(lambda t: _split(t, _col(t, "key").astype(np.int64), B))
+                | "GroupBands" >> beam.GroupByKey()
+                | "CandidateEdges" >> beam.FlatMap(edges)
+                | "AllEdges" >> beam.combiners.ToList()
+                | "Clusters" >> beam.Map(lambda ts: resolve_clusters(pa.concat_tables(ts) if ts else None)))
 
 
 class SuspectMirrors(beam.PTransform):
@@ -181,19 +171,24 @@ class SuspectMirrors(beam.PTransform):
                                             if kv[1] >= mp else []))
 
 class ContentSeenStats(beam.PTransform):
-    """Per-round counters as one dict: exact_duplicates, near_duplicates (pages), mirror_hosts_suspected."""
+    """Per-round counters as one dict: exact_duplicates, mirror_hosts_suspected, and the
+    near-duplicate clusters' (`clusters.cluster_stats`, per host `clusters.host_stats`)."""
 
     def expand(self, inputs):
         exact = (inputs["duplicates"] | "CountExact" >> beam.Map(lambda t: t.num_rows)
                  | "SumExact" >> beam.CombineGlobally(sum))
-        near = (inputs["near"] | "NearFps" >> beam.Map(lambda d: d["fp"]) | "DistinctNear" >> beam.Distinct()
-                | "CountNear" >> beam.combiners.Count.Globally())
         mirrors = (inputs["mirrors"] | "MirrorHosts" >> beam.Map(lambda m: m[0])
                    | "DistinctMirrors" >> beam.Distinct()
                    | "CountMirrors" >> beam.combiners.Count.Globally())
+        asg = beam.pvalue.AsSingleton(inputs["clusters"])
+        near = inputs["clusters"] | "NearStats" >> beam.Map(cluster_stats)
+        hosts = (inputs["visited"] | "NearHosts" >> beam.Map(
+                    lambda t, a: host_stats(t, np.sort(_col(a, "fp").astype(np.int64))), asg)
+                 | "SumNearHosts" >> beam.CombineGlobally(sum_dicts))
         return (exact | "Stats" >> beam.Map(
-            lambda e, n, m: {"exact_duplicates": e, "near_duplicates": n, "mirror_hosts_suspected": m},
-            beam.pvalue.AsSingleton(near), beam.pvalue.AsSingleton(mirrors)))
+            lambda e, m, n, h: {"exact_duplicates": e, "mirror_hosts_suspected": m, **n, **h},
+            beam.pvalue.AsSingleton(mirrors), beam.pvalue.AsSingleton(near), beam.pvalue.AsSingleton(hosts)))
+
 
 class _Probe(beam.DoFn):
     def __init__(self, max_group, round_no):
@@ -397,15 +392,15 @@ class ApplyContentSeen(beam.PTransform):
             near_new = visited | "NearNew" >> beam.Map(not_duplicate)
             live = (near_new | "NearNewKeys" >> beam.Map(new_band_keys)
                     | "LiveBandKeys" >> beam.CombineGlobally(_SortedKeys()))
-            near = ({"new": near_new, "old": probed[NEAR] | "ReadNearHits" >> ReadHits(NEAR, live)}
-                    | "NearDuplicates" >> NearDuplicates(
-                        threshold=self.near_threshold, max_group=MAX_GROUP))
+            clusters = ({"new": near_new, "old": probed[NEAR] | "ReadNearHits" >> ReadHits(NEAR, live)}
+                        | "NearClusters" >> NearClusters(threshold=self.near_threshold))
         else:
-            near = visited.pipeline | "NoNear" >> beam.Create([])
+            clusters = visited.pipeline | "NoNear" >> beam.Create([ASSIGNMENTS.empty_table()])
+        # one row per page that joined a cluster; its visited row names the cluster
+        asg = beam.pvalue.AsSingleton(clusters)
+        visited = visited | "MarkNear" >> beam.Map(mark_near, asg)
+        near_tables = visited | "NearTables" >> beam.FlatMap(near_rows, asg)
         mirrors = dups | "SuspectMirrors" >> SuspectMirrors()
-        stats = ({"duplicates": dups, "near": near, "mirrors": mirrors}
+        stats = ({"duplicates": dups, "clusters": clusters, "mirrors": mirrors, "visited": visited}
                  | "ContentStats" >> ContentSeenStats())
-        near_tables = (near | "BatchNear" >> beam.BatchElements(min_batch_size=1, max_batch_size=5000)
-                       | "NearTables" >> beam.Map(
-                           lambda rows: pa.Table.from_pylist(rows, schema=tables.NEAR_DUPLICATES)))
         return {"visited": visited, "links": links, "pages": pages, "near": near_tables, "stats": stats}

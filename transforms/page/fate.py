@@ -8,8 +8,9 @@ testable without a runner (the way Common Crawl's jobs test `process_record`):
 
 - `result`: what URL-seen needs to move the URL out of the frontier (final) or keep it
   there with its retry state (transient failures, backoff in `outcome.classify`);
-- `visited`: the visited row (final outcomes only; it may carry the page text under
-  `visited.TEXT_FOR_MINHASH`, signed per batch when the table is built);
+- `visited`: the visited row (final outcomes only; it may carry the page's main-content
+  blocks under `boilerplate.BLOCKS_FOR_MINHASH`: the host's template blocks are dropped
+  and the rest signed per batch when the table is built);
 - `stored`: the PAGES row of the body (2xx, unless noindex or store_pages is off);
 - `links`: candidate bundles the URL filter kept (links one hop deeper; a redirect target
   with one more hop; a sitemap's pages with their lastmod and its child sitemaps);
@@ -23,8 +24,8 @@ from schemas import tables
 from transforms.contentseen import fingerprints as contentseen
 from transforms.page import parse as parse_mod
 from transforms.page import sitemaps as sitemaps_mod
+from transforms.page.boilerplate import BLOCKS_FOR_MINHASH
 from transforms.page.outcome import classify, robots_directives
-from transforms.page.visited import TEXT_FOR_MINHASH
 from transforms.urls import canonical as urls_mod
 from transforms.urls.scope import UrlFilter
 
@@ -123,8 +124,8 @@ def _html(page, body, reason, visited, config):
                    canonical=parsed.canonical, outlinks=len(parsed.links),
                    meta_robots=",".join(sorted(flags)) or None,
                    text_fp=contentseen.text_fingerprint(parsed.text))
-    if config.minhash:  # signed in batches by visited_table (4x cheaper than one by one)
-        visited[TEXT_FOR_MINHASH] = parsed.text
+    if config.minhash:  # host template dropped, then signed in batches by visited_table
+        visited[BLOCKS_FOR_MINHASH] = parsed.main_blocks
     bundles = []
     if parsed.links and ("nofollow" not in flags or config.ignore_meta_nofollow):
         bundles.append(link_bundle(page, parsed.links, parsed.anchors, tables.SOURCE_LINK))

@@ -27,7 +27,9 @@ Details a caller may rely on:
   characters of a link's *query* are percent-encoded in that encoding, as browsers do
   (`transforms.urls.canonical.encode_query`); the path is UTF-8 whatever the page encoding.
 - text: all text nodes of ``<body>`` (of the document when there is none) except those in
-  script/style/noscript/template, joined with single spaces.
+  script/style/noscript/template, joined with single spaces. main_blocks: the same tree's
+  main content as blocks, chrome (nav, header, footer, aside, role=navigation ...) left
+  out (`transforms.page.maintext`).
 - lxml (libxml2's HTML parser) is not an HTML5 tree builder: for broken markup its tree can
   differ from a browser's, but every href attribute it sees is still extracted.
 """
@@ -39,6 +41,7 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from transforms.page.charset import decode_body, looks_binary
+from transforms.page.maintext import main_blocks
 from transforms.urls.canonical import classify, classify_many, encode_query, normalize
 
 __all__ = ["ParsedPage", "parse_html", "decode_body", "looks_binary", "refresh_target",
@@ -59,6 +62,9 @@ class ParsedPage:
     meta_robots: str = ""          # lower-case, comma-joined directives, e.g. 'noindex,nofollow'
     title: str | None = None
     text: str = ""                 # visible text, whitespace collapsed
+    # main-content text blocks (chrome by markup left out, see transforms.page.maintext):
+    # what near-duplicate search signs, after the host's repeated blocks are dropped
+    main_blocks: list[str] = field(default_factory=list)
     charset: str = ""              # codec used to decode the body ('' if not decoded)
     base: str = ""                 # effective base URL (after <base href>)
 
@@ -289,4 +295,5 @@ def _parse(text, charset, url, honour_nofollow, ignore_meta_nofollow, ua_token) 
     body = root.find("body")
     # Text nodes joined with a space (so "</p><p>" does not glue words), then collapsed.
     page.text = " ".join(" ".join((body if body is not None else root).itertext()).split())
+    page.main_blocks = main_blocks(body if body is not None else root)
     return page

@@ -17,8 +17,19 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import tables
+from transforms.page.boilerplate import (
+    BLOCKS_FOR_MINHASH,
+    BlockCounts,
+    page_block_fps,
+    sign_text,
+)
 from transforms.page.fate import filter_bundle, page_fate
-from transforms.page.visited import retry_stats, visited_stats, visited_table
+from transforms.page.visited import (
+    TEXT_FOR_MINHASH,
+    retry_stats,
+    visited_stats,
+    visited_table,
+)
 from transforms.tableio.step import RowsToTables
 
 
@@ -34,6 +45,30 @@ class FilterBundles(beam.DoFn):
             yield kept
         if filtered:
             yield beam.pvalue.TaggedOutput("filtered", filtered)
+
+
+def _page_blocks(row):
+    if BLOCKS_FOR_MINHASH in row:
+        yield row["host"], page_block_fps(row[BLOCKS_FOR_MINHASH])
+
+
+class _HostTemplate(beam.CombineFn):
+    """A host's pages' block fingerprints -> its template blocks (`boilerplate.BlockCounts`)."""
+
+    def create_accumulator(self):
+        return BlockCounts()
+
+    def add_input(self, acc, fps):
+        return acc.add_page(fps)
+
+    def merge_accumulators(self, accs):
+        accs = list(accs)
+        for other in accs[1:]:
+            accs[0].merge(other)
+        return accs[0]
+
+    def extract_output(self, acc):
+        return acc.template()
 
 
 class PageFates(beam.DoFn):
@@ -83,8 +118,16 @@ class ProcessPages(beam.PTransform):
                      .with_outputs("results", "pages", "links", "filtered", "stats", main="visited"))
         bundles = inputs["bundles"] | "FilterBundles" >> beam.ParDo(
             FilterBundles(self.config.url_filter)).with_outputs("filtered", main="kept")
-        # one VISITED table per batch: MinHash signatures are computed for the whole batch
+        # per host: the blocks that repeat on its pages this round (its template) ...
+        template = (processed.visited
+                    | "PageBlocks" >> beam.FlatMap(_page_blocks)
+                    | "HostTemplate" >> beam.CombinePerKey(_HostTemplate())
+                    | "HostsWithTemplate" >> beam.Filter(lambda kv: bool(kv[1])))
+        # ... are dropped from the text MinHash signs; one VISITED table per batch (signed together)
         visited = (processed.visited
+                   | "DropHostTemplate" >> beam.Map(
+                       lambda r, t: sign_text(r, t.get(r["host"]), TEXT_FOR_MINHASH),
+                       beam.pvalue.AsDict(template))
                    | "BatchVisited" >> beam.BatchElements(min_batch_size=1, max_batch_size=2000)
                    | "VisitedTables" >> beam.Map(visited_table))
         results = ((processed.results, inputs["results"]) | "AllResults" >> beam.Flatten()
