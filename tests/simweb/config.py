@@ -53,6 +53,7 @@ class SimConfig:
     deep_web: bool = True             # jobs.simweb.test, a search form over records
     n_records: int = 10000
     results_per_page: int = 10
+    template_pages: int = 0           # > 0: docs.simweb.test, a book of this many template pages
     # --- hostile -------------------------------------------------------------------------
     hostile: bool = False
     trickle_seconds: int = 20         # trickle: this many body bytes at 1 byte/s, then close

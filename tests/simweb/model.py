@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import numpy as np
 
-from . import words
+from . import templatehost, words
 from .clock import RealClock
 from .config import SimConfig, load_config
 
@@ -453,6 +453,8 @@ class SimWeb:
                                                      addr=FORBIDDEN_ADDR, forbidden=True))
             # added last so that the hosts above keep their addresses
             self.hostile_hosts.append(self._add_host(f"slow.{DOMAIN}", "slow", robots="crawldelay"))
+        self.template_host = (self._add_host(f"{templatehost.NAME}.{DOMAIN}", "template", robots="404")
+                              if cfg.template_pages > 0 else None)   # after all others: same addresses
         # special links placed on the root page of site0
         self.special_links = []   # (url-path-on-host, host, anchor)
         for mh in self.mirrors:
@@ -462,6 +464,8 @@ class SimWeb:
         for hh in self.hostile_hosts:
             if hh.kind == "hostile":
                 self.special_links.append((hh, "/", "Hostile test host"))
+        if self.template_host:
+            self.special_links.append((self.template_host, "/", "The simulated book"))
         self._hostile_state = {"ratelimit_last": None, "flaky_n": 0}
 
     # ------------------------------------------------------------------ text
@@ -646,6 +650,8 @@ class SimWeb:
         elif host.kind == "jobs":
             from . import deepweb
             r = deepweb.respond(self, host, target, headers, now)
+        elif host.kind == "template":
+            r = templatehost.respond(self, host, target, headers, now)
         else:
             r = self._respond_graph(host, target, headers, now)
         r.headers.append(("Date", http_date(now)))

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import words
+from . import templatehost, words
 from .model import (CONTENT_TYPES, ENCODING_NAMES, HTML, KIND_NAMES, REDIRECT, TAG_NAMES,
                     TRUTH_UA)
 
@@ -139,6 +139,12 @@ def ground_truth(web) -> dict:
         cols["title"][url_set[ja]] = "About job search"
         add_link(jr, ja, "About this site", "a", False)
         add_link(ja, jr, "Search", "a", False)
+    if web.template_host:
+        for url, title, nav in templatehost.truth(web):
+            add_page(url, web.template_host, -1)
+            cols["title"][url_set[url]] = title
+            for dst, anchor in nav:
+                add_link(url, dst, anchor, "a", False)
 
     pages = pa.table({
         "url": pa.array(cols["url"], pa.string()),
