@@ -17,7 +17,7 @@ from pipelines import cli
 from pipelines import report as report_mod
 from pipelines.config import ConfigError, RoundConfig
 from pipelines.crawldir import CrawlDir, CrawlStateError
-from pipelines.roundpipeline import build_round, plan_round
+from pipelines.roundpipeline import build_round, changed_refusal_settings, plan_round
 from pipelines.runner import run_pipeline
 from pipelines.settings import UsageError, effective_round_settings
 from transforms import faults
@@ -82,8 +82,8 @@ def next_round(cmd, out=print, noted=None):
     cfg = round_config(settings, round_no, now)   # bad flags fail before any write
     plan = plan_round(crawl, prev)
     why_not = nothing_due(crawl, prev, now, cfg.generate.max_depth)
-    if why_not:
-        raise cli.Notice(why_not)
+    if why_not and not changed_refusal_settings(crawl, cfg):
+        raise cli.Notice(why_not)   # (a changed guard/scope setting: the round re-admits refusals)
     if settings["allow_loopback"] and "loopback" not in noted:
         noted.add("loopback")
         out(LOOPBACK_NOTE)

@@ -124,3 +124,15 @@ def test_b_urls_filtered_for_depth_come_back_when_max_depth_is_raised(simweb_sma
     rows = latest(d)
     assert too_deep <= set(rows), sorted(too_deep - set(rows))[:3]
     assert {rows[u]["depth"] for u in too_deep} == {2}
+
+
+def test_rounds_with_the_flag_a_refusal_named_fetch_the_refused_seeds(simweb_small, tmp_path, capsys):
+    """Nothing is due after every seed was refused, but a round given the flag the summary
+    named still runs: it re-admits the refusals, and the next round fetches them."""
+    d = tmp_path / "crawl"
+    refuse_loopback_seeds(simweb_small, d, capsys)
+    reports = crawlstate.run_rounds(d, "--rounds", "2", "--allow_loopback", "true")
+    assert len(reports) == 2 and reports[0]["refusals_reread"] == len(simweb_small.seeds)
+    rows = latest(d)
+    assert {rows[u]["outcome"] for u in simweb_small.seeds} == {tables.OK}
+    assert reports[1]["page_sets"]["downloaded"] >= len(simweb_small.seeds)
