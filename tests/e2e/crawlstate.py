@@ -22,16 +22,18 @@ STABLE = {
 }
 
 
-def crawl_args(web, crawl_dir, *extra):
+def crawl_args(web, crawl_dir, *extra, expand_duplicates=True):
+    """The e2e crawl flags; expand_duplicates=None leaves --expand_duplicates at its default."""
+    expand = [] if expand_duplicates is None else ["--expand_duplicates", str(expand_duplicates).lower()]
     return ["--crawl_dir", str(crawl_dir), "--resolve_file", str(web.hostmap_file),
             "--allow_loopback", "true", "--delay_per_host", "0.05", "--deny_extensions", "",
             "--max_pages", "1000", "--max_per_host", "1000", "--allow_domains", "simweb.test",
-            "--sitemaps", "false", "--expand_duplicates", "true",
+            "--sitemaps", "false", *expand,
             *extra]
 
 
-def start_crawl(web, crawl_dir, *extra):
-    args = crawl_args(web, crawl_dir, *extra)
+def start_crawl(web, crawl_dir, *extra, expand_duplicates=True):
+    args = crawl_args(web, crawl_dir, *extra, expand_duplicates=expand_duplicates)
     assert inject.main(args + [a for s in web.seeds for a in ("--seed", s)]) == 0
 
 

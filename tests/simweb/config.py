@@ -40,6 +40,11 @@ class SimConfig:
     # --- duplicates ----------------------------------------------------------------------
     n_mirrors: int = 1                # whole mirror hosts (mirrorN.simweb.test)
     near_dup_share: float = 0.03      # planted near-duplicates (copy + small edit)
+    near_dup_pairs: int = 0           # > 0: plant exactly this many near-duplicates instead
+                                      # (as many as the hosts' pages allow), each copying a
+                                      # distinct original, so every planted pair is one pair
+    # --- text --------------------------------------------------------------------------
+    paragraphs: tuple = (2, 5)        # paragraphs of a page's text: lo <= k < hi (15-40 words each)
     # --- robots ---------------------------------------------------------------------------
     robots_variant_hosts: bool = True  # robots404/500/redirect/garbage/huge special hosts
     robots_variant_share: float = 0.0  # (medium/large) regular hosts given those variants too
@@ -80,6 +85,11 @@ PRESETS: dict[str, dict] = {
                   seed_hosts=20, near_dup_share=0.01),
 }
 PRESETS["hostile"] = dict(name="hostile", hostile=True)
+# Many near-duplicate pairs (a recall rate over hundreds of pairs), texts long enough that a
+# copy's edit keeps word-bigram Jaccard well above 0.9; nothing changes while it is crawled.
+PRESETS["neardup"] = dict(name="neardup", n_pages=700, near_dup_pairs=240, paragraphs=(5, 8),
+                          n_mirrors=0, robots_variant_hosts=False, deep_web=False,
+                          news_rate_per_day=0.0, base_rate_per_day=0.0)
 
 
 def load_config(spec: "str | Path | SimConfig | dict" = "small", **overrides) -> SimConfig:

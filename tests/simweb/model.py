@@ -195,6 +195,9 @@ class SimWeb:
         paths: list[str] = [""] * N
         start = 0
         u_all = rng.random((N, 6))
+        planting = cfg.near_dup_pairs > 0          # exact count, distinct originals
+        planted = 0
+        is_original = np.zeros(N, bool)
         for h in self.hosts:
             h.start, h.end = start, start + h.size
             html_locals: list[int] = []
@@ -222,15 +225,17 @@ class SimWeb:
                     kind[i] = [PDF, PDF, JPG, PNG, DOC][int(u[4] * 5)]
                 elif r < cfg.nonhtml_share + cfg.redirect_share and j >= 2:
                     kind[i] = REDIRECT
-                elif r < cfg.nonhtml_share + cfg.redirect_share + cfg.near_dup_share and j >= 3:
+                elif j >= 3 and (planted < cfg.near_dup_pairs if planting else
+                                 r < cfg.nonhtml_share + cfg.redirect_share + cfg.near_dup_share):
                     cands = [x for x in html_locals[1:] if dup_of[start + x] < 0
-                             and not query_page[start + x]]
+                             and not query_page[start + x] and not is_original[start + x]]
+                    kind[i] = HTML
                     if cands:
-                        kind[i] = HTML
                         dup_of[i] = start + cands[int(u[4] * len(cands))]
                         topic[i] = topic[dup_of[i]]
-                    else:
-                        kind[i] = HTML
+                        if planting:
+                            is_original[dup_of[i]] = True
+                            planted += 1
                 else:
                     kind[i] = HTML
                 secname = SECTIONS[sec]
@@ -512,7 +517,8 @@ class SimWeb:
         r = random.Random(_u64(self.seed, i, version, 2))
         population, cum = self._pool(int(self.topic[i]), ENCODINGS[self.encoding[i]][0])
         paras = []
-        for p in range(2 + int(r.random() * 3)):
+        lo, hi = self.cfg.paragraphs
+        for p in range(lo + int(r.random() * (hi - lo))):
             ws = r.choices(population, cum_weights=cum, k=15 + int(r.random() * 26))
             paras.append(" ".join(ws).capitalize() + ".")
         return paras

@@ -98,6 +98,8 @@ def ground_truth(web) -> dict:
                 add_page(url, serving, i, dup_of=orig if mirror else None,
                          dup_kind="mirror" if mirror else None, status=301,
                          redirect_to=web.url(int(web.redirect_to[i]), serving))
+            elif web.dup_of[i] >= 0 and mirror:   # a mirror's copy of a near copy: its exact copy
+                add_page(url, serving, i, dup_of=orig, dup_kind="mirror")
             elif web.dup_of[i] >= 0:
                 add_page(url, serving, i, dup_of=web.url(int(web.dup_of[i])), dup_kind="near")
             else:
