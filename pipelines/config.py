@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from strategies.ordering import get_ordering
+from strategies.ordering import CRAWL_ORDERINGS, get_ordering
 from transforms.fetch import netguard
 from transforms.fetch.records import FetchConfig
 from transforms.page.fate import PageConfig
@@ -133,6 +133,9 @@ def ordering(s):
         if not sep:
             raise ConfigError(f"--strategy_params: {item!r} is not KEY=VALUE")
         params[key.strip()] = _param_value(value.strip())
+    if s["strategy"] not in CRAWL_ORDERINGS:
+        raise ConfigError(f"--strategy {s['strategy']}: unknown ordering {s['strategy']!r}; "
+                          f"a crawl can use {', '.join(CRAWL_ORDERINGS)}")
     try:
         return get_ordering(s["strategy"], **params)
     except (ValueError, TypeError) as e:

@@ -310,31 +310,47 @@ def main(argv=None):
     if a is None:
         raise SystemExit(2)
 
-    t = time.time()
-    if a.generate:
-        g = generated_graph(a.generate, seed=a.graph_seed)
-    elif a.graph:
-        sp = os.path.join(a.graph, "seeds.parquet")
-        g = load_graph(_find(a.graph, "pages"), _find(a.graph, "links"), seed_urls=a.seed_urls,
-                       seeds=sp if os.path.exists(sp) else None)
-    elif a.pages and a.links:
-        g = load_graph(a.pages, a.links, seed_urls=a.seed_urls)
-    elif a.edges:
-        g = load_graph(edges=a.edges, seed_urls=a.seed_urls)
-    else:
+    for s in [s for s in a.strategies.split(",") if s]:
+        if s not in ORDERINGS:
+            print(f"error: --strategies: unknown strategy {s!r}; known: {', '.join(sorted(ORDERINGS))}",
+                  file=sys.stderr)
+            raise SystemExit(2)
+    try:
+        g = _graph(a)
+    except (OSError, ValueError, KeyError) as e:   # a missing or unreadable graph file
+        print(f"error: cannot read the graph: {e}. Give --graph DIR with pages.parquet and "
+              "links.parquet, --pages + --links, --edges, or --generate N.", file=sys.stderr)
+        raise SystemExit(2)
+    if g is None:
         print("error: give --generate N, --graph DIR, --pages + --links, or --edges", file=sys.stderr)
         raise SystemExit(2)
+    return _report(a, g)
+
+
+def _graph(a):
+    """The graph the flags name, or None when they name none."""
+    if a.generate:
+        return generated_graph(a.generate, seed=a.graph_seed)
+    elif a.graph:
+        sp = os.path.join(a.graph, "seeds.parquet")
+        return load_graph(_find(a.graph, "pages"), _find(a.graph, "links"), seed_urls=a.seed_urls,
+                          seeds=sp if os.path.exists(sp) else None)
+    if a.pages and a.links:
+        return load_graph(a.pages, a.links, seed_urls=a.seed_urls)
+    if a.edges:
+        return load_graph(edges=a.edges, seed_urls=a.seed_urls)
+    return None
+
+
+def _report(a, g):
+    """Replay the strategies the flags name over g and print (and write) their figures."""
+    t = time.time()
     print(f"graph: {g.n} pages, {len(g.src)} distinct links, {len(unique(g.host_id))} "
           f"hosts, {len(g.seeds)} seeds ({time.time() - t:.1f}s)")
     per = {"partial_pagerank": {"tol": a.pagerank_tol},
            "preference": {"x": a.pref_x, "y": a.pref_y},
            "random": {"seed": a.random_seed}}
     names = [s for s in a.strategies.split(",") if s]
-    for s in names:
-        if s not in ORDERINGS:
-            print(f"error: --strategies: unknown strategy {s!r}; known: {', '.join(sorted(ORDERINGS))}",
-                  file=sys.stderr)
-            raise SystemExit(2)
     summary_rows, curve_tables = [], []
     for s in names:
         summ, curv = evaluate(g, [s], hot_fraction=a.hot_fraction, batch_size=a.batch_size,

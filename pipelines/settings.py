@@ -245,11 +245,14 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m pipelines.settings", description=__doc__.split("\n\n")[0])
     parser.add_argument("--markdown", action="store_true", help="Print README's defaults table.")
     args = parser.parse_args(argv)
-    if args.markdown:
-        print(markdown_table())
-    else:
-        for s in ROUND_SETTINGS.values():
-            print(f"{s.flag:24s} {s.group:11s} {s.default_text()}")
+    try:
+        if args.markdown:
+            print(markdown_table())
+        else:
+            for s in ROUND_SETTINGS.values():
+                print(f"{s.flag:24s} {s.group:11s} {s.default_text()}")
+    except BrokenPipeError:   # e.g. piped into head
+        sys.stderr.close()
     return 0
 
 

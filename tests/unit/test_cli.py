@@ -215,3 +215,19 @@ def test_run_cli_turns_usage_errors_into_one_line(capsys):
         raise UsageError("--x y: bad\n  on two lines")
     assert cli.run_cli(run, [], str) == 2
     assert capsys.readouterr().err == "error: --x y: bad on two lines\n"
+
+
+def test_evaluate_on_a_directory_without_a_graph_is_one_line(tmp_path, capsys):
+    from pipelines import evaluate
+    with pytest.raises(SystemExit) as e:
+        evaluate.main(["--graph", str(tmp_path)])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: cannot read the graph") and "pages.parquet" in err[0]
+
+
+def test_an_unknown_strategy_lists_only_the_strategies_a_crawl_can_use():
+    from pipelines.config import ConfigError, ordering
+    with pytest.raises(ConfigError) as e:
+        ordering({"strategy": "nosuch", "strategy_params": ""})
+    assert "opic" in str(e.value) and "omniscient" not in str(e.value)
