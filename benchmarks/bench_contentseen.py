@@ -17,7 +17,7 @@ visited view read to the duplicates and near pairs written:
 
   one-phase  visited read with the old contentdedup.OLD_COLUMNS (fp, url, host, round,
              content_fp, minhash, duplicate_of) by ReadTables; ContentSeen and
-             NearDuplicates given the whole view (the code before issue #6);
+             NearClusters given the whole view (the code before issue #6);
   two-phase  visited read with OLD_COLUMNS (fp, round, content_fp, lsh_keys, with
              positions); contentdedup.ApplyContentSeen (OldHits, then the same transforms).
 
@@ -126,7 +126,7 @@ def make_data(root: Path, n: int, pages: int, minhash_share: float, dup_share: f
 
 
 class _OnePhase:
-    """The round's content-seen before issue #6: ContentSeen and NearDuplicates given the
+    """The round's content-seen before issue #6: ContentSeen and NearClusters given the
     whole visited view (OLD_COLUMNS of then)."""
 
     def __init__(self, round_no):
@@ -142,7 +142,8 @@ class _OnePhase:
         visited = new | "MarkDuplicates" >> beam.Map(contentseen_oldside.mark_duplicates, side)
         near = ({"new": visited | "NearNew" >> beam.Map(contentseen_oldside.not_duplicate),
                  "old": old | "NearOld" >> beam.Map(contentseen_oldside.not_duplicate)}
-                | "NearDuplicates" >> contentseen_step.NearDuplicates())
+                | "NearClusters" >> contentseen_step.NearClusters()
+                | "AssignmentRows" >> beam.FlatMap(lambda t: t.to_pylist()))
         return visited, near
 
 

@@ -20,6 +20,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.config import settings_signatures
 from pipelines.crawldir import CrawlDir, CrawlStateError
+from transforms.contentseen.clusters import near_report
 from transforms.tableio import step as write
 from transforms.urls import refusals
 
@@ -88,7 +89,8 @@ def round_report(crawl, round_no, prev, settings, started, ended, result=None):
             {k: int(stats.get(k, 0)) for k in
              ("exact_duplicates", "near_duplicates", "mirror_hosts_suspected")},
             # visited-view row groups probed, and read wide for hits (transforms/contentdedup.py)
-            old_side={k: int(v) for k, v in sorted(metrics.items())}),
+            old_side={k: int(v) for k, v in sorted(metrics.items())},
+            near=near_report(stats)),    # clusters, sizes, largest, per host (README "Duplicates")
         "filtered_by_reason": filtered,
         # README "Refused URLs": URLs refused by the guard (by reason), refusals re-read
         # because their setting changed, and the signatures this round refused with
@@ -125,6 +127,11 @@ def summary(report):
         f"knowable {s['knowable']}"
         + (f", unknowable {s['unknowable']}" if s.get("unknowable") is not None else ""),
     ]
+    near = report.get("content_seen", {}).get("near") or {}
+    if near.get("clusters"):
+        lines.append(f"  near-duplicates: {report['content_seen']['near_duplicates']} pages in "
+                     f"{near['clusters']} clusters (largest {near['largest']}); most: " + ", ".join(
+                         f"{h['host']} {h['pages']} ({(h['share'] or 0):.0%})" for h in near["hosts"][:3]))
     return "\n".join(lines + refusal_hints(report))
 
 

@@ -249,3 +249,20 @@ def near_rows(table: pa.Table, asg: pa.Table):
                  ("cluster_fp", "cluster_round", "of_fp", "of_url", "of_round", "jaccard")})
     yield pa.Table.from_arrays([cols[f.name].cast(f.type) for f in tables.NEAR_DUPLICATES],
                                schema=tables.NEAR_DUPLICATES)
+
+
+def near_report(stats: dict, top: int = 20) -> dict:
+    """The round report's near-duplicate part from the round's flat counters (cluster_stats
+    and host_stats summed): clusters joined, the largest, sizes, and the `top` hosts by pages
+    in clusters with the share of the host's pages of the round they are."""
+    hosts = [{"host": k.split(":", 1)[1], "pages": int(v),
+              "visited": int(stats.get("near_host_visited:" + k.split(":", 1)[1], 0))}
+             for k, v in stats.items() if k.startswith("near_host_pages:")]
+    for h in hosts:
+        h["share"] = round(h["pages"] / h["visited"], 4) if h["visited"] else None
+    hosts.sort(key=lambda h: (-h["pages"], h["host"]))
+    return {"clusters": int(stats.get("near_clusters", 0)),
+            "largest": int(stats.get("near_cluster_largest", 0)),
+            "sizes": {k[len("near_cluster_size_"):]: int(v) for k, v in sorted(stats.items())
+                      if k.startswith("near_cluster_size_")},
+            "hosts": hosts[:top]}

@@ -1,0 +1,59 @@
+"""End-to-end (issue #20): a crawl of the small web plus a documentation book rendered from one
+template (`docs.simweb.test`, ~5 KB of shared table of contents, one own paragraph per page).
+
+The book's pages reach the crawler over several rounds (at most 25 per host per round), and
+none of them may be reported a near-duplicate of another, while the small web's planted
+near-duplicates still are, as clusters: one NEAR_DUPLICATES row per page.
+"""
+import pytest
+
+from pipelines.crawldir import CrawlDir
+from tests.e2e import crawlstate
+from tests.simweb.process import SimWebProcess
+
+BOOK = 60
+
+
+@pytest.fixture(scope="module")
+def crawl(tmp_path_factory):
+    web = SimWebProcess("small", seed=1, workdir=tmp_path_factory.mktemp("simweb"), template_pages=BOOK)
+    try:
+        d = tmp_path_factory.mktemp("near_crawl") / "crawl"
+        crawlstate.start_crawl(web, d, "--max_per_host", "25")
+        reports = crawlstate.run_rounds(d, "--until_empty")
+        c = CrawlDir(str(d))
+        n = c.last_committed()
+        yield web, c.read_table("visited", n), c.read_table("near_duplicates", n), reports
+    finally:
+        web.stop()
+
+
+def test_template_pages_are_never_near_duplicates(crawl):
+    _web, visited, near, _reports = crawl
+    docs = "docs.simweb.test"
+    book = [r for r in visited.to_pylist() if r["host"].split(":")[0] == docs and r["outcome"] == "ok"]
+    assert len(book) == BOOK + 1
+    assert len({r["round"] for r in book}) >= 3, "the book should arrive over several rounds"
+    assert all(r["minhash"] is not None for r in book), "each page is signed (its own paragraph)"
+    rows = near.to_pylist()
+    assert [r for r in rows if docs in r["url"] or docs in (r["of_url"] or "")] == []
+    assert all(r["near_cluster_fp"] is None for r in book)
+
+
+def test_planted_near_duplicates_are_clusters_of_one_row_per_page(crawl):
+    web, visited, near, reports = crawl
+    truth = web.ground_truth["pages"].to_pylist()
+    ok = {r["url"] for r in visited.to_pylist() if r["outcome"] == "ok"}
+    planted = {frozenset((p["url"], p["is_duplicate_of"])) for p in truth
+               if p["dup_kind"] == "near" and p["url"] in ok and p["is_duplicate_of"] in ok}
+    assert planted
+    rows = near.to_pylist()
+    assert len({r["fp"] for r in rows}) == len(rows), "one row per page"
+    found = {frozenset((r["url"], r["of_url"])) for r in rows}
+    assert sum(p in found for p in planted) >= 0.9 * len(planted)
+    assert all(r["cluster_fp"] is not None and r["host"] for r in rows)
+    # the visited rows name the same clusters, and the reports count them
+    by_fp = {r["fp"]: r for r in visited.to_pylist()}
+    assert all(by_fp[r["fp"]]["near_cluster_fp"] == r["cluster_fp"] for r in rows)
+    cs = [r["content_seen"] for r in reports]
+    assert sum(c["near_duplicates"] for c in cs) == len(rows)
