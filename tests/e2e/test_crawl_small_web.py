@@ -1,13 +1,25 @@
 """End-to-end: crawl the small simulated web to the end and check it against its ground truth."""
 import collections
+import contextlib
+import io
+import json
+import pathlib
+import random
 import signal
 import time
 
+import pyarrow as pa
 import pytest
 
+from pipelines import report as report_mod
 from pipelines.crawldir import CrawlDir
 from tests.e2e import crawlstate
+from tests.simweb import model as simweb_model
 from tests.simweb import requestlog
+from tests.simweb.process import SimWebProcess
+from transforms.contentseen import fingerprints
+from transforms.page import parse as parse_mod
+from transforms.generate import select as generate_select
 
 NOT_REQUESTED = ("robots_denied", "forbidden_address")
 
@@ -78,6 +90,136 @@ def test_reports_count_what_the_tables_hold(full_crawl):
     assert sum(r["visited"] for r in reports) == last["page_sets"]["downloaded"]
     first = reports[0]
     assert first["pages_per_second"] > 0 and first["by_status_class"].get("2xx", 0) > 0
+
+
+def _pending_recomputed(c, n):
+    """The URLs round n+1's generate would take from round n's frontier, recomputed with
+    generate's own selection and round n's caps, at round n's time (options.json is written
+    just after the round reads its clock; no frontier row's not_before lies near it)."""
+    opts = json.loads((pathlib.Path(c.round_dir(n)) / "options.json").read_text())
+    now = (pathlib.Path(c.round_dir(n)) / "options.json").stat().st_mtime
+    frontier = c.read_table("frontier", n)
+    nb = frontier.column("not_before").fill_null(0.0).to_numpy(zero_copy_only=False)
+    assert not ((nb > now - 30) & (nb < now + 30)).any(), "a not_before too close to the round's time"
+    due = frontier.filter(pa.array(generate_select.due_mask(frontier, now, opts["max_depth"])))
+    chosen = generate_select.select(due, opts["max_pages"], opts["max_per_host"])
+    return frontier, set(chosen.column("fp").to_pylist())
+
+
+def test_every_rounds_page_sets_match_the_tables_and_the_ground_truth(full_crawl, simweb_small, tmp_path):
+    d, reports, _ = full_crawl
+    c = CrawlDir(str(d))
+    truth_dir = tmp_path / "truth"
+    simweb_small.web.export(truth_dir)
+    truth_pages = set(simweb_small.ground_truth["pages"].column("url").to_pylist())
+    assert [r["round"] for r in reports] == list(range(1, c.last_committed() + 1))
+    knowable_seen = unknowable_seen = 0
+    for report in reports:
+        n = report["round"]
+        sets = c.read_report(n)["page_sets"]
+        frontier, pending = _pending_recomputed(c, n)
+        visited = c.read_table("visited", n, columns=["url"]).column("url").to_pylist()
+        assert sets["pending"] == len(pending), n
+        assert sets["knowable"] == frontier.num_rows - len(pending), n
+        assert sets["downloaded"] == len(visited) == len(set(visited)), n
+        assert sets["expired"] == 0, n                  # batch crawl: nothing is recrawled
+        known = set(visited) | set(frontier.column("url").to_pylist()) | \
+            set(c.read_table("filtered", n, columns=["url"]).column("url").to_pylist())
+        unknowable = len(truth_pages - known)
+        assert report_mod.with_ground_truth(c, c.read_report(n), str(truth_dir))["page_sets"]["unknowable"] \
+            == unknowable, n
+        knowable_seen += sets["knowable"] > 0
+        unknowable_seen += unknowable > 0
+    # the counts checked are not all zero: a robots-5xx URL waits (knowable), and the deep
+    # web's search results are pages no link reaches (unknowable)
+    assert knowable_seen and unknowable_seen
+    assert reports[0]["page_sets"]["pending"] > 0
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert report_mod.main(["--crawl_dir", str(d), "--ground_truth", str(truth_dir), "--json"]) == 0
+    assert json.loads(out.getvalue())["page_sets"]["unknowable"] == unknowable
+
+
+def _content_class(truth_pages):
+    """url -> the url whose content it serves byte for byte (mirror copies, query-order
+    variants, chains of them); a near copy is content of its own."""
+    exact = {p["url"]: p["is_duplicate_of"] for p in truth_pages
+             if p["dup_kind"] in ("mirror", "query_order")}
+
+    def cls(url):
+        while url in exact:
+            url = exact[url]
+        return url
+    return cls
+
+
+def _expected_default_crawl(truth, visited):
+    """Level by level from the seeds over the ground truth's follow graph, a page's links
+    expanded only if its content was not fetched in an earlier round (a tie inside one
+    round goes to the page the crawl kept; exactly one may be kept). -> {url: level}."""
+    pages = {p["url"]: p for p in truth["pages"].to_pylist()}
+    out = collections.defaultdict(list)
+    for l in truth["links"].to_pylist():
+        if not l["nofollow"]:
+            out[l["src"]].append(l["dst"])
+    cls = _content_class(pages.values())
+    level = {u: 0 for u in truth["seeds"].column("url").to_pylist()}
+    frontier, seen_content, k = sorted(level), set(), 0
+    while frontier:
+        nxt = set()
+        fresh = collections.defaultdict(list)
+        for u in frontier:
+            p = pages[u]
+            if not p["robots_allowed"]:
+                continue
+            if p["status"] == 301:
+                nxt.add(p["redirect_to"])
+            elif p["kind"] == "html" and cls(u) not in seen_content:
+                fresh[cls(u)].append(u)
+        for c, members in fresh.items():
+            kept = [u for u in members if visited[u]["outcome"] != "duplicate"] if len(members) > 1 else members
+            assert len(kept) == 1, (c, members)
+            nxt.update(out[kept[0]])
+            seen_content.add(c)
+        k += 1
+        frontier = sorted(v for v in nxt if v not in level)
+        level.update((v, k) for v in frontier)
+    return level
+
+
+@pytest.fixture(scope="module")
+def default_crawl(simweb_small, tmp_path_factory):
+    """The small web crawled until nothing is due with --expand_duplicates at its default."""
+    d = tmp_path_factory.mktemp("small_default") / "crawl"
+    crawlstate.start_crawl(simweb_small, d, expand_duplicates=None)
+    crawlstate.run_rounds(d, "--until_empty")
+    return d
+
+
+def test_default_crawl_does_not_expand_duplicates_and_misses_exactly_what_only_they_reach(
+        default_crawl, simweb_small):
+    c = CrawlDir(str(default_crawl))
+    n = c.last_committed()
+    assert json.loads((pathlib.Path(c.round_dir(1)) / "options.json").read_text())["expand_duplicates"] is False
+    visited = {r["url"]: r for r in c.read_table("visited", n).to_pylist()}
+    truth = simweb_small.ground_truth
+    level = _expected_default_crawl(truth, visited)
+    pages = {p["url"]: p for p in truth["pages"].to_pylist()}
+    expected = {u for u in level if pages[u]["robots_allowed"]}
+    fetched = {u for u, r in visited.items() if r["outcome"] not in NOT_REQUESTED}
+    assert sorted(expected - fetched) == [], "pages the default crawl should reach were not fetched"
+    assert sorted(fetched - expected) == [], "fetched pages reachable only through duplicates"
+    # every page in the round of its level: the crawl is breadth-first, nothing is capped
+    assert {u: visited[u]["round"] - 1 for u in fetched} == {u: level[u] for u in fetched}
+    reachable = set(truth["reachable"].column("url").to_pylist())
+    only_through_duplicates = reachable - set(level)
+    assert expected <= reachable and len(only_through_duplicates) >= 5, sorted(only_through_duplicates)
+    # duplicates are recorded, their links are not
+    dups = {u for u, r in visited.items() if r["outcome"] == "duplicate"}
+    cls = _content_class(pages.values())
+    assert dups and all(cls(u) == cls(visited[u]["duplicate_of"]) for u in dups)
+    srcs = set(c.read_table("links", n, columns=["src"]).column("src").to_pylist())
+    assert sorted(dups & srcs) == []
 
 
 # Other ways to run the same rounds. The portable runner runs the round as a portable job
@@ -184,3 +326,76 @@ def test_planted_near_duplicates_are_found_across_rounds(full_crawl, simweb_smal
         return url
     assert all(len({original(u) for u in pair}) == 1 for pair in found), "a near pair of distinct pages"
     assert sum(r["content_seen"]["near_duplicates"] for r in reports) >= hits
+
+
+@pytest.fixture(scope="module")
+def neardup_crawl(tmp_path_factory):
+    """The `neardup` web (240 planted near-duplicate pairs, each of a distinct original)
+    crawled until nothing is due."""
+    web = SimWebProcess("neardup", seed=1, workdir=tmp_path_factory.mktemp("simweb_neardup"))
+    try:
+        d = tmp_path_factory.mktemp("neardup_crawl") / "crawl"
+        crawlstate.start_crawl(web, d)
+        reports = crawlstate.run_rounds(d, "--until_empty")
+        yield web, d, reports
+    finally:
+        web.stop()
+
+
+def _true_text(web, url):
+    """The visible text the web means: the body decoded with the codec it was encoded in."""
+    host, path = url.split("/", 3)[2].split(":")[0], "/" + url.split("/", 3)[3]
+    page = web.web.routes[web.web.by_name[host].idx][path]
+    r = web.web.respond(host, path, {}, now=web.web.cfg.sim_start)
+    codec = simweb_model.ENCODINGS[web.web.encoding[page]][0]
+    return parse_mod.parse_html(r.body, url, f"text/html; charset={codec}").text
+
+
+def _jaccard(a, b):
+    a, b = set(fingerprints.shingles(a)), set(fingerprints.shingles(b))
+    return len(a & b) / len(a | b)
+
+
+def test_hundreds_of_planted_near_duplicates_are_found_across_rounds_and_nothing_else(neardup_crawl):
+    web, d, reports = neardup_crawl
+    c = CrawlDir(str(d))
+    n = c.last_committed()
+    visited = {r["url"]: r for r in c.read_table("visited", n).to_pylist()}
+    truth = web.ground_truth["pages"].to_pylist()
+    fetched = {u for u, r in visited.items() if r["outcome"] == "ok"}
+    planted = {frozenset((p["url"], p["is_duplicate_of"])) for p in truth
+               if p["dup_kind"] == "near" and p["url"] in fetched and p["is_duplicate_of"] in fetched}
+    assert len(planted) >= 200
+    # the planted pairs really are near-duplicates (word bigrams, as content-seen shingles
+    # them), and distinct pages are far from it
+    texts = {u: _true_text(web, u) for pair in planted for u in pair}
+    assert min(_jaccard(*(texts[u] for u in pair)) for pair in planted) > fingerprints.THRESHOLD
+    originals = sorted(p["url"] for p in truth if p["kind"] == "html" and not p["dup_kind"]
+                       and p["url"] in fetched)
+    rng = random.Random(1)
+    sample = [rng.sample(originals, 2) for _ in range(300)]
+    assert max(_jaccard(_true_text(web, a), _true_text(web, b)) for a, b in sample) < 0.5
+    # recall >= 0.9 at precision 1.0, over pairs fetched in one round and across rounds
+    # reported: each row's (page, of page) edge, and every two pages of one cluster
+    rows = c.read_table("near_duplicates", n).to_pylist()
+    found = {frozenset((r["url"], r["of_url"])) for r in rows}
+    clusters = collections.defaultdict(set)
+    for r in rows:
+        if r.get("cluster_fp") is not None:
+            clusters[r["cluster_fp"]].update((r["url"], r["of_url"]))
+    found |= {frozenset((a, b)) for m in clusters.values() for a in m for b in m if a < b}
+    parent = {p["url"]: p["is_duplicate_of"] for p in truth if p["dup_kind"] in ("mirror", "query_order")}
+
+    def same_content(pair):     # exact copies the truth lists (none here: no mirror host)
+        a, b = pair
+        while a in parent:
+            a = parent[a]
+        while b in parent:
+            b = parent[b]
+        return a == b
+    assert sorted(map(sorted, {p for p in found if p not in planted and not same_content(p)})) == []
+    hits = planted & found
+    assert len(hits) >= 0.9 * len(planted), (len(hits), len(planted))
+    across = {p for p in planted if len({visited[u]["round"] for u in p}) == 2}
+    assert len(across) >= 50 and len(across & found) >= 0.9 * len(across), (len(across & found), len(across))
+    assert sum(r["content_seen"]["near_duplicates"] for r in reports) >= len(hits)
