@@ -42,7 +42,7 @@ def _save(fr, out):
 
 
 def beam_run(src, dst, n, iterations, buckets):
-    """transforms.pagerank on the FnApiRunner vs the numpy result after the same steps."""
+    """transforms.score.step.PageRank on the FnApiRunner vs the numpy result after the same steps."""
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
     from transforms.score.step import PageRank
@@ -77,7 +77,7 @@ def beam_run(src, dst, n, iterations, buckets):
         x[order[np.searchsorted(fps[order], z["fp"])]] = z["rank"]
     print(f"Beam PageRank ({iterations} steps, {buckets} buckets, FnApiRunner): {secs:.1f}s, "
           f"L1 to numpy after {iterations} steps = {l1(x, ref):.2e}")
-    return (f"Beam transforms.pagerank, {iterations} steps", secs, iterations)
+    return (f"Beam PageRank, {iterations} steps", secs, iterations)
 
 
 def main(argv=None):

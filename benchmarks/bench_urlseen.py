@@ -5,12 +5,12 @@
 For each size N it writes, with numpy, a visited table of N random 64-bit fingerprints
 (Parquet files of 1 M rows, like per-round deltas, in row groups of 128 k rows) and a
 link table of N/5 new links, half of them to already visited URLs (the other half fresh),
-each with a URL string, a source page and an anchor, as `transforms.seen.CANDIDATES`.
+each with a URL string, a source page and an anchor, as `schemas.tables.CANDIDATES`.
 Then, each in its own (spawned) child process so peak RSS is per run:
 
   urlseen  the round's URL-seen step on the FnApiRunner (the DirectRunner path): visited
-           read with `transforms.readparquet.ReadTables(columns=['fp'])` as the round
-           does, links read by row group, `transforms.seen.UrlSeen` with round.py's
+           read with `transforms.tableio.step.ReadTables(columns=['fp'])` as the round
+           does, links read by row group, `transforms.urlseen.step.UrlSeen` with roundpipeline.py's
            bucket count (rows / 200 k, >= 4), new frontier written to Parquet;
   duckdb   `SELECT DISTINCT dst_fp FROM links ANTI JOIN visited` on the same Parquet
            (2 threads, the machine's cores): the bare fingerprint anti-join;

@@ -206,7 +206,7 @@ def test_beam_banding_gives_clusters_of_datasketch_minhashlsh_pairs_on_10000_pag
 
 
 def test_two_phase_old_side_gives_datasketch_minhashlsh_pairs_on_10000_pages(lsh_case, tmp_path):
-    """Round 2 against round 1 with the round's old side (contentdedup.OldHits: a probe of
+    """Round 2 against round 1 with the round's old side (contentseen.step.OldHits: a probe of
     narrow columns, hit rows read wide): datasketch's pairs, from visited files with
     `lsh_keys` and from files written before the column (keys recomputed from minhash)."""
     from schemas import tables

@@ -1,4 +1,4 @@
-"""Content-seen's old side in two phases (transforms.contentdedup.OldHits): a narrow probe of
+"""Content-seen's old side in two phases (transforms.contentseen.step.OldHits): a narrow probe of
 every visited row group (fp, round, content_fp, lsh_keys), then wide reads of the row groups
 with hits only. The round's results must be those of giving ContentSeen / NearDuplicates
 the whole visited view, as before.

@@ -1,4 +1,4 @@
-"""The Beam PageRank (transforms.pagerank) equals the in-memory one."""
+"""The Beam PageRank (transforms.score.step.PageRank) equals the in-memory one."""
 import numpy as np
 import pyarrow as pa
 import apache_beam as beam

@@ -2,7 +2,7 @@
 
 `FetchHosts` receives one (host, its URL rows, its cached host state) element per host and
 hands it to a thread pool that lives as long as the DoFn instance (opened in `setup`).
-Each host is fetched sequentially by one `HostFetcher` (transforms.fetcher) with its
+Each host is fetched sequentially by one `HostFetcher` (hostfetcher.py, through hostjob.fetch_one_host) with its
 politeness delay; concurrency comes only from fetching many hosts at the same time.
 Finished hosts are emitted as soon as they are done (on later `process` calls and in
 `finish_bundle`), so one slow host never holds back the output of the others and memory
