@@ -1,6 +1,6 @@
 """The command line of every entry point, and the `beamcrawl` console script.
 
-    beamcrawl inject|round|crawl|report|evaluate|demo [flags]
+    beamcrawl inject|round|crawl|report|evaluate|demo|show [flags]
 
 Our flags are parsed first by our own parser (built from pipelines.settings), so `--help`
 lists them and a misspelt flag is an error, not a silently dropped option. What remains
@@ -35,6 +35,7 @@ COMMANDS = {
     "report": "pipelines.report",
     "evaluate": "pipelines.evaluate",
     "demo": "pipelines.demo",
+    "show": "pipelines.show",
 }
 IMPORT_NOISE = ("apitools not found", "bigquery client libraries are not available")
 

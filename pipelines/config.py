@@ -10,6 +10,7 @@ step takes, so a step receives the part it needs and never a raw dict:
     page         PageConfig       (transforms.page.fate)
     contentseen  ContentSeenConfig
     score        ScoreConfig      (the ordering strategy object and the PageRank path)
+    warc_max_bytes  the WARC's rotation size (None when --store keeps no WARC)
     refusals     {refusal key: signature} of the address guard and scope settings
                  (transforms.urls.refusals), stored with every refusal they decide
 
@@ -18,6 +19,7 @@ strategy) raises ConfigError naming the flag, before anything is written.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -142,6 +144,15 @@ def ordering(s):
         raise ConfigError(f"--strategy {s['strategy']}: {e}") from None
 
 
+def stores(s) -> tuple:
+    """(pages table?, WARC?) from --store and its deprecated alias --store_pages."""
+    store = s.get("store") or "warc"
+    parquet, warc = store in ("parquet", "both"), store in ("warc", "both")
+    if s.get("store_pages") is not None:
+        parquet = bool(s["store_pages"])
+    return parquet, warc
+
+
 def refusal_signatures(fetch: FetchConfig, scope: UrlFilter) -> dict:
     """{refusal key: signature} of a round's guard and scope settings (urls.refusals)."""
     return refusals_mod.signatures(fetch.allow_loopback, fetch.deny_addresses, fetch.resolve, scope)
@@ -168,6 +179,7 @@ class RoundConfig:
     contentseen: ContentSeenConfig
     score: ScoreConfig
     refusals: tuple = ()        # sorted (key, signature) pairs; see `signatures`
+    warc_max_bytes: int | None = None   # WARC files rotate at this size; None: no WARC
 
     @property
     def signatures(self) -> dict:
@@ -182,6 +194,8 @@ class RoundConfig:
         fetch = fetch_config(s)
         sigs = refusal_signatures(fetch, scope)
         near = float(s["near_duplicates"] or 0)
+        parquet, warc = stores(s)
+        fetch = dataclasses.replace(fetch, keep_http=warc)
         return cls(
             round_no=round_no, now=now,
             generate=GenerateConfig(int(s["max_pages"]), int(s["max_per_host"]), int(s["max_depth"])),
@@ -193,10 +207,11 @@ class RoundConfig:
                             honour_nofollow=bool(s["honour_nofollow"]),
                             ignore_meta_nofollow=bool(s["ignore_meta_nofollow"]),
                             ignore_meta_noindex=bool(s["ignore_meta_noindex"]),
-                            store_pages=bool(s["store_pages"]), minhash=near > 0,
+                            store_pages=parquet, archive=warc, minhash=near > 0,
                             guard_signature=sigs[refusals_mod.GUARD]),
             contentseen=ContentSeenConfig(bool(s["expand_duplicates"]), near),
             score=ScoreConfig(ordering(s), s["pagerank_path"], int(s["pagerank_beam_edges"]),
                               int(s["pagerank_iterations"])),
             refusals=tuple(sorted(sigs.items())),
+            warc_max_bytes=int(s.get("warc_max_bytes") or 1_000_000_000) if warc else None,
         )

@@ -8,7 +8,8 @@ a local disk or on gs://, s3://, hdfs://. Layout (see DESIGN.md):
     CRAWL/rounds/000007/report.json
     CRAWL/rounds/000007/_COMMITTED        written last; a round without it does not exist
 
-`_COMMITTED` holds the round's manifest: the Parquet files of each table, by name. Readers
+`_COMMITTED` holds the round's manifest: the Parquet files of each table, by name, and the
+round's WARC files and CDXJ index (rounds/N/warc/, transforms.archive). Readers
 take a round's files from its manifest, never from a directory listing, so a file that
 went missing is an error naming it instead of silently fewer rows.
 
@@ -37,6 +38,9 @@ DELTA_TABLES = ("visited", "links", "pages", "filtered", "near_duplicates")
 COMMITTED = "_COMMITTED"
 CRAWL_JSON = "crawl.json"
 REPORT_JSON = "report.json"
+WARC_DIR = "warc"
+WARC_FILES = "files.json"     # written by transforms.archive.step with the index
+WARC_INDEX = "index.cdxj"
 _ROUND_RE = re.compile(r"/rounds/(\d{6})/" + COMMITTED + "$")
 
 
@@ -80,6 +84,9 @@ class CrawlDir:
 
     def table_dir(self, n: int, table: str) -> str:
         return _join(self.round_dir(n), table)
+
+    def warc_dir(self, n: int) -> str:
+        return _join(self.round_dir(n), WARC_DIR)
 
     def table_prefix(self, n: int, table: str) -> str:
         """File prefix for Beam's Parquet sink: shards become part-SSSSS-of-NNNNN.parquet."""
@@ -144,10 +151,32 @@ class CrawlDir:
         for table in SNAPSHOT_TABLES + DELTA_TABLES:
             files = sorted(_match(_join(self.table_dir(n, table), "*.parquet")))
             manifest[table] = [posixpath.basename(f) for f in files]
+        warc, cdxj = self._warc_listing(n)
         _write_text(_join(self.round_dir(n), REPORT_JSON), json.dumps(report, indent=2, sort_keys=True))
         _write_text(_join(self.round_dir(n), COMMITTED),
-                    json.dumps({"round": n, "tables": manifest, "full": sorted(full_tables)},
-                               indent=1, sort_keys=True))
+                    json.dumps({"round": n, "tables": manifest, "full": sorted(full_tables),
+                                "warc": warc, "cdxj": cdxj}, indent=1, sort_keys=True))
+
+    def _warc_listing(self, n: int):
+        """(WARC file names, index name or None) of round n, from the files.json its pipeline
+        wrote: only files of bundles that committed. Files a retried bundle left are deleted."""
+        d = self.warc_dir(n)
+        if not FileSystems.exists(_join(d, WARC_FILES)):
+            return [], None
+        names = sorted(f["name"] for f in json.loads(_read_text(_join(d, WARC_FILES))))
+        for name in names:
+            if not FileSystems.exists(_join(d, name)):
+                raise CrawlStateError(f"{_join(d, name)}: a WARC file of round {n} is missing; "
+                                      "rerun the round.")
+        orphans = [p for p in _match(_join(d, "*.warc.gz")) if posixpath.basename(p) not in set(names)]
+        if orphans:
+            FileSystems.delete(orphans)
+        return names, WARC_INDEX
+
+    def warc_index(self, n: int):
+        """Path of committed round n's CDXJ index, or None when the round kept no WARC."""
+        name = self.manifest(n).get("cdxj")
+        return _join(self.warc_dir(n), name) if name else None
 
     def manifest(self, n: int) -> dict:
         """{"tables": {table: [file names]}, "full": [tables]} of committed round n."""

@@ -15,6 +15,7 @@ from pipelines import report as report_mod
 from pipelines.config import settings_signatures
 from pipelines.runner import spreads_files
 from schemas import tables
+from transforms.archive.step import WriteWarc
 from transforms.contentseen.oldside import OLD_COLUMNS
 from transforms.contentseen.step import ApplyContentSeen
 from transforms.fetch.step import Fetch
@@ -141,6 +142,9 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True):
         content["visited"] | "WriteVisited" >> WriteTable(out("visited"), tables.VISITED, VISITED_ROW_GROUP)
         content["pages"] | "WritePages" >> WriteTable(out("pages"), tables.PAGES)
         content["near"] | "WriteNear" >> WriteTable(out("near_duplicates"), tables.NEAR_DUPLICATES)
+        if cfg.warc_max_bytes:   # Archive: the fetches as WARC files and their CDXJ index
+            stats.append(paged["archive"] | "WriteWarc" >> WriteWarc(
+                crawl.warc_dir(round_no), round_no, cfg.warc_max_bytes, {"round": str(round_no)}))
     else:
         result_tables = p | "NoResults" >> beam.Create([], reshuffle=False).with_output_types(pa.Table)
         link_bundles = p | "NoLinks" >> beam.Create([], reshuffle=False)

@@ -188,8 +188,13 @@ ROUND_SETTINGS = {s.name: s for s in [
     S("near_duplicates", float, 0.9, "duplicates", "MinHash Jaccard threshold for near-duplicate "
       "page pairs (0 = off).", between(0.0, 1.0)),
     # --- storage ---
-    S("store_pages", parse_bool, True, "storage", "Keep fetched bodies in the pages table "
-      "(noindex pages are never stored)."),
+    S("store", str, "warc", "storage", "What keeps fetched content: warc (WARC 1.1 files with a "
+      "CDXJ index under rounds/N/warc/), parquet (the pages table), both, or none. Noindex pages "
+      "are never stored.", one_of("warc", "parquet", "both", "none")),
+    S("warc_max_bytes", int, 1_000_000_000, "storage", "A WARC file is closed and the next one "
+      "started once it reaches this many bytes.", at_least(1), shown="1000000000 (1 GB)"),
+    S("store_pages", parse_bool, None, "storage", "Deprecated alias: true adds the pages table "
+      "to --store (warc -> both), false removes it (both -> warc).", shown="unset"),
     S("ignore_meta_noindex", parse_bool, False, "storage",
       "Store pages even when meta robots / X-Robots-Tag says noindex (audits)."),
 ]}
@@ -204,6 +209,10 @@ COMMAND_FLAGS = {
                  shown="none"),
                S("seed", str, None, "command", "A seed URL (repeatable).", shown="none")],
     "round": [CRAWL_DIR, ROUND_TIME],
+    "show": [CRAWL_DIR,
+             S("headers_only", parse_bool, False, "command", "Print the status line and headers only."),
+             S("raw", parse_bool, False, "command", "Print the body as received (still "
+               "Content-Encoding'd) instead of decoded.")],
     "crawl": [CRAWL_DIR, ROUND_TIME,
               S("rounds", int, None, "command", "Run at most this many rounds.", at_least(1),
                 shown="none"),
@@ -215,6 +224,7 @@ USAGE = {
     "inject": "start a crawl (round 0) or add seeds to one; round flags become the crawl's defaults",
     "round": "run the next round of a crawl",
     "crawl": "run rounds until --rounds, --max_total_pages or --until_empty says stop",
+    "show": "print the latest WARC capture of a URL: status line, headers, body",
 }
 
 

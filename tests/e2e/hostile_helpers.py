@@ -77,7 +77,8 @@ def crawl_flags(web: SimWebProcess, crawl_dir: Path) -> list[str]:
             "--retry_backoff", str(RETRY_BACKOFF), "--max_depth", str(MAX_DEPTH),
             "--max_per_host", str(MAX_PER_HOST), "--max_pages", "1000",
             "--max_redirects", str(MAX_REDIRECTS), "--max_body", str(MAX_BODY),
-            "--max_url_length", str(MAX_URL_LENGTH), "--fetch_threads", "32"]
+            "--max_url_length", str(MAX_URL_LENGTH), "--fetch_threads", "32",
+            "--store", "both"]   # the tests read stored bodies from the pages table
 
 
 @dataclass

@@ -148,6 +148,7 @@ class Response:
     note: str | None             # body_cap / decode_error / unsupported_encoding:...
     fetch_time: float
     elapsed_ms: float
+    http: dict | None = None     # the exchange as sent and received (exchange.http_exchange)
 
 
 @dataclass
@@ -278,7 +279,10 @@ class LocationOnly:
 
 # ----------------------------------------------------------------- reading a body
 
-def read_body(resp, cap: int, deadline_at: float, wd: Watchdog):
+def read_body(resp, cap: int, deadline_at: float, wd: Watchdog, keep_raw: list | None = None):
+    """(decoded body of at most `cap` bytes, truncated?, note). With `keep_raw` (a list), the
+    payload as received (still content-encoded) is appended to it too, up to `cap` bytes
+    (for the WARC); a body without Content-Encoding is kept once (the caller reuses it)."""
     raw = resp.raw
     encodings = parse_content_encoding(resp.headers.get("Content-Encoding"))
     note = None
@@ -301,6 +305,8 @@ def read_body(resp, cap: int, deadline_at: float, wd: Watchdog):
                 complete = True
                 break
             got += len(chunk)
+            if keep_raw is not None and encodings:
+                keep_raw.append(chunk[:max(0, cap - (got - len(chunk)))])
             dec.feed(chunk)
             if dec.full or got > raw_budget:
                 break
@@ -318,7 +324,9 @@ def read_body(resp, cap: int, deadline_at: float, wd: Watchdog):
         raw.release_conn()
     return dec.getvalue(), truncated, note
 
-def drain(resp, deadline_at: float, wd: Watchdog) -> None:
+def drain(resp, deadline_at: float, wd: Watchdog, keep: list | None = None) -> bool:
+    """Read and drop up to DRAIN_LIMIT bytes (appended to `keep` when given); True if that
+    was the whole body."""
     raw = resp.raw
     got = 0
     while got <= DRAIN_LIMIT:
@@ -329,6 +337,9 @@ def drain(resp, deadline_at: float, wd: Watchdog) -> None:
             raise DeadlineExceeded()
         if not chunk:
             raw.release_conn()
-            return
+            return True
         got += len(chunk)
+        if keep is not None:
+            keep.append(chunk)
     raw.close()
+    return False

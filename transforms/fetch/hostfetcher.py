@@ -46,9 +46,8 @@ from transforms.fetch.connection import (
     parse_retry_after,
     read_body,
 )
-from transforms.fetch.httpbody import (
-    accept_encoding,
-)
+from transforms.fetch.exchange import http_exchange
+from transforms.fetch.httpbody import accept_encoding
 from transforms.fetch.netguard import ForbiddenAddressError, ResolveError, Resolver
 from transforms.fetch.records import (
     ACCEPT,
@@ -170,11 +169,13 @@ class HostFetcher:
                     prep, stream=True, verify=self._session.verify, cert=None, proxies={},
                     timeout=(min(cfg.connect_timeout, cfg.deadline), min(cfg.read_timeout, cfg.deadline)))
                 status = resp.status_code
+                kept = [] if cfg.keep_http else None   # the payload as received, for the WARC
                 if keep_body and 200 <= status < 300:
-                    body, truncated, note = read_body(resp, cap, deadline_at, wd)
+                    body, truncated, note = read_body(resp, cap, deadline_at, wd, kept)
+                    cut = truncated
                 else:
                     body, truncated, note = b"", False, None
-                    drain(resp, deadline_at, wd)
+                    cut = not drain(resp, deadline_at, wd, kept)
             except Exception as e:       # noqa: BLE001 - classified below, unknown re-raised
                 if resp is not None:
                     resp.raw.close()
@@ -190,7 +191,8 @@ class HostFetcher:
             self._watchdog = None
         return Response(url=url, status=status, headers=resp.headers, body=body,
                          truncated=truncated, note=note, fetch_time=t0,
-                         elapsed_ms=(time.monotonic() - m0) * 1000)
+                         elapsed_ms=(time.monotonic() - m0) * 1000,
+                         http=http_exchange(prep, resp, kept, body, cut, self._addresses) if cfg.keep_http else None)
 
     # -- bookkeeping
 
@@ -305,7 +307,7 @@ class HostFetcher:
                           elapsed_ms=out.elapsed_ms, outcome=OK, http_status=status,
                           content_type=media_type(ctype), content_type_header=ctype,
                           etag=h.get("ETag"), last_modified=h.get("Last-Modified"),
-                          x_robots_tag=h.get("X-Robots-Tag"))
+                          x_robots_tag=h.get("X-Robots-Tag"), http=out.http)
         failure = None
         if 200 <= status < 300:
             res.body, res.truncated, res.reason = out.body, out.truncated, out.note

@@ -14,7 +14,7 @@ CARRIED = ("fp", "url", "host", "depth", "discovered_round", "first_parent", "re
 
 RESULT_FIELDS = ("fetch_time", "elapsed_ms", "outcome", "reason", "http_status", "content_type",
                  "content_type_header", "body", "truncated", "redirect_to", "etag",
-                 "last_modified", "retry_after", "x_robots_tag")
+                 "last_modified", "retry_after", "x_robots_tag", "http")
 
 
 def _page(row, result):

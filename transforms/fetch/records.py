@@ -21,6 +21,7 @@ Defaults (`FetchConfig`), in line with Nutch / StormCrawler / Heritrix:
 | resolve                   | ()           | (host, port, address) overrides consulted before DNS (`--resolve`, `--resolve_file`) |
 | ca_bundle                 | None         | CA bundle file for TLS verification (None: certifi's bundle)    |
 | host_budget               | None         | seconds one host may take in a round; after it no new request starts (remaining URLs TRANSIENT 'host_budget'); None = no limit |
+| keep_http                 | False        | results carry the exchange as sent and received (`exchange.http_exchange`) for the WARC |
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class FetchConfig:
     resolve: tuple[tuple[str, int, str], ...] = ()
     ca_bundle: str | None = None
     host_budget: float | None = None
+    keep_http: bool = False      # keep each exchange as sent/received for the WARC (exchange.py)
 
     def __post_init__(self):
         robotsmod.product_token(self.user_agent)          # fail early on a bad UA
@@ -114,6 +116,7 @@ class FetchResult:
     last_modified: str | None = None
     retry_after: float | None = None        # seconds the server asked us to wait
     x_robots_tag: str | None = None
+    http: dict | None = None                # the exchange for the WARC (keep_http only)
 
 
 _HOST_FIELDS = [f.name for f in tables.HOSTS]

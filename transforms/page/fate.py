@@ -14,7 +14,11 @@ testable without a runner (the way Common Crawl's jobs test `process_record`):
 - `stored`: the PAGES row of the body (2xx, unless noindex or store_pages is off);
 - `links`: candidate bundles the URL filter kept (links one hop deeper; a redirect target
   with one more hop; a sitemap's pages with their lastmod and its child sitemaps);
-- `filtered`: bundles of the URLs the filter dropped, with the reason of each.
+- `filtered`: bundles of the URLs the filter dropped, with the reason of each;
+- `archived`: with `archive` on, the capture for the WARC (transforms.archive): the URL, its
+  HTTP exchange as sent and received (fetch.exchange), the payload as received and the
+  page's outlinks with their hop type; every fetch that got an HTTP response, except
+  noindex pages (the rule of the pages table).
 """
 from __future__ import annotations
 
@@ -48,6 +52,7 @@ class PageConfig:
     ignore_meta_nofollow: bool = False
     ignore_meta_noindex: bool = False
     store_pages: bool = True
+    archive: bool = False       # keep each fetch's capture for the WARC (`--store warc|both`)
     minhash: bool = True        # carry the page text for MinHash (near-duplicates on)
     guard_signature: str | None = None   # refused_by of forbidden_address rows (urls.refusals)
 
@@ -59,6 +64,24 @@ class PageFate:
     stored: dict | None = None
     links: list = field(default_factory=list)
     filtered: list = field(default_factory=list)
+    archived: dict | None = None
+
+
+ARCHIVE_HOPS = {tables.SOURCE_LINK: "L", tables.SOURCE_REDIRECT: "R", tables.SOURCE_SITEMAP: "S",
+                tables.SOURCE_SITEMAP_FILE: "X"}
+
+
+def archived_capture(page, bundles):
+    """The WARC capture of `page` (None without an HTTP exchange): the payload as received
+    (the decoded body is that payload when the response had no Content-Encoding)."""
+    http = page.get("http")
+    if not http:
+        return None
+    payload = http["payload"] if http.get("payload") is not None else (page.get("body") or b"")
+    outlinks = [(u, ARCHIVE_HOPS.get(b.get("source"), "L")) for b in bundles for u in b["dst"]]
+    return {"url": page["url"], "fetch_time": page["fetch_time"], "elapsed_ms": page.get("elapsed_ms"),
+            "http": {k: v for k, v in http.items() if k != "payload"}, "payload": payload,
+            "outlinks": outlinks}
 
 
 def filter_bundle(bundle, url_filter):
@@ -139,7 +162,8 @@ def page_fate(page: dict, config: PageConfig) -> PageFate:
     outcome, reason, retry = classify(page, config.now, config.max_retries, config.retry_backoff,
                                       config.max_redirects)
     if retry is not None:
-        return PageFate(result=dict(fp=page["fp"], final=False, **retry))
+        return PageFate(result=dict(fp=page["fp"], final=False, **retry),
+                        archived=archived_capture(page, []) if config.archive else None)
     fate = PageFate(result=dict(fp=page["fp"], final=True))
     body = page.get("body") or b""
     visited = {k: page.get(k) for k in VISITED_FROM_PAGE}
@@ -147,7 +171,7 @@ def page_fate(page: dict, config: PageConfig) -> PageFate:
                    redirect_to=page.get("redirect_to"))
     if outcome == tables.FORBIDDEN_ADDRESS:   # refused by a setting: retried once it changes
         visited["refused_by"] = config.guard_signature
-    bundles = []
+    bundles, noindex = [], False
     if outcome == tables.REDIRECT and page.get("redirect_to"):
         target = urls_mod.normalize(page["redirect_to"])
         if target:
@@ -160,10 +184,13 @@ def page_fate(page: dict, config: PageConfig) -> PageFate:
         ctype = (page.get("content_type") or "").lower()
         if ctype in HTML_TYPES or not ctype:
             bundles, body = _html(page, body, reason, visited, config)
+            noindex = not body
         if config.store_pages and body:
             fate.stored = {"fp": page["fp"], "url": page["url"], "round": config.round_no,
                            "content_type": page.get("content_type"), "body": body}
     fate.visited = visited
+    if config.archive and not noindex:
+        fate.archived = archived_capture(page, bundles)
     for bundle in bundles:
         kept, filtered = filter_bundle(bundle, config.url_filter)
         if kept:

@@ -4,6 +4,7 @@ Outputs, per page, one element on each that applies:
   visited     the visited row (final outcomes only)   (main)
   results     what URL-seen needs to move the URL out of the frontier or back into it
   pages       the stored body
+  archive     the capture for the WARC (PageConfig.archive)
   links       one element per page with its kept links as arrays
   filtered    (src, url[], reason[]) of links the filter dropped
   stats       seconds spent, per bundle
@@ -92,6 +93,8 @@ class PageFates(beam.DoFn):
         yield beam.pvalue.TaggedOutput("results", fate.result)
         if fate.stored is not None:
             yield beam.pvalue.TaggedOutput("pages", fate.stored)
+        if fate.archived is not None:
+            yield beam.pvalue.TaggedOutput("archive", fate.archived)
         if fate.visited is not None:
             yield fate.visited
         for kept in fate.links:
@@ -115,7 +118,8 @@ class ProcessPages(beam.PTransform):
 
     def expand(self, inputs):
         processed = (inputs["pages"] | "Process" >> beam.ParDo(PageFates(self.config))
-                     .with_outputs("results", "pages", "links", "filtered", "stats", main="visited"))
+                     .with_outputs("results", "pages", "links", "filtered", "stats", "archive",
+                                   main="visited"))
         bundles = inputs["bundles"] | "FilterBundles" >> beam.ParDo(
             FilterBundles(self.config.url_filter)).with_outputs("filtered", main="kept")
         # per host: the blocks that repeat on its pages this round (its template) ...
@@ -136,6 +140,7 @@ class ProcessPages(beam.PTransform):
             "visited": visited,
             "results": results,
             "pages": processed.pages | "PageTables" >> RowsToTables(tables.PAGES, 500),
+            "archive": processed.archive,
             "links": (processed.links, bundles.kept) | "AllLinks" >> beam.Flatten(),
             "filtered": (processed.filtered, bundles.filtered) | "AllFilteredLinks" >> beam.Flatten(),
             "stats": ((visited | "VisitedStats" >> beam.Map(visited_stats),
