@@ -6,8 +6,8 @@ two independent readers (warcio check/index and cdxj-indexer), and through `beam
 """
 import collections
 import gzip
-import io
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -231,3 +231,21 @@ def test_beamcrawl_show_is_a_command(archive):
                            "--headers_only", f["url"]], capture_output=True, cwd=REPO, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(b"HTTP/1.1 ")
+
+
+def test_a_round_killed_before_its_commit_leaves_no_listed_warc_and_its_rerun_lists_only_its_own(
+        simweb_small, tmp_path):
+    d = tmp_path / "crash"
+    crawlstate.start_crawl(simweb_small, d)   # --store at its default: warc
+    proc = crawlstate.run_round_subprocess(d, env={"BEAMCRAWL_CRASH_AT": "before_commit"})
+    proc.wait(timeout=300)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read()[-3000:]
+    c = CrawlDir(str(d))
+    killed = {p.name for p in Path(c.warc_dir(1)).glob("*.warc.gz")}
+    assert killed and c.last_committed() == 0, "the killed run wrote WARC files but committed nothing"
+    crawlstate.run_rounds(d, "--rounds", "1")
+    listed = c.manifest(1)["warc"]
+    on_disk = {p.name for p in Path(c.warc_dir(1)).glob("*.warc.gz")}
+    assert listed and set(listed) == on_disk and not (on_disk & killed)
+    assert {f["filename"] for _, _, f in _index(c, 1)} <= set(listed)
+    assert c.read_table("pages", 1).num_rows == 0, "--store warc keeps no pages table"
