@@ -27,6 +27,7 @@ from strategies.ordering import CRAWL_ORDERINGS, get_ordering
 from transforms.fetch import netguard
 from transforms.fetch.records import FetchConfig
 from transforms.page.fate import PageConfig
+from transforms.page.formats import ParseLimits
 from transforms.urls import refusals as refusals_mod
 from transforms.urls.scope import UrlFilter
 
@@ -208,7 +209,13 @@ class RoundConfig:
                             ignore_meta_nofollow=bool(s["ignore_meta_nofollow"]),
                             ignore_meta_noindex=bool(s["ignore_meta_noindex"]),
                             store_pages=parquet, archive=warc, minhash=near > 0,
-                            guard_signature=sigs[refusals_mod.GUARD]),
+                            guard_signature=sigs[refusals_mod.GUARD],
+                            documents=ParseLimits(
+                                seconds=float(s["parse_seconds"]),
+                                max_pages=int(s["parse_max_pages"]),
+                                max_inflated=int(s["parse_max_inflated"]),
+                                text_links=bool(s["text_links"]),
+                                detect_language=bool(s["detect_language"]))),
             contentseen=ContentSeenConfig(bool(s["expand_duplicates"]), near),
             score=ScoreConfig(ordering(s), s["pagerank_path"], int(s["pagerank_beam_edges"]),
                               int(s["pagerank_iterations"])),

@@ -25,6 +25,7 @@ GROUPS = {
     "fetching": "timeouts, limits and where connections may go",
     "ordering": "what the next round fetches first",
     "duplicates": "exact and near-duplicate pages",
+    "documents": "which formats are parsed, and each document's parsing budget",
     "storage": "what the round tables keep",
     "runner": "the round's clock; Beam's own flags (--runner, --direct_num_workers, "
               "--direct_running_mode, --job_endpoint, --environment_type, ...) pass through to Beam",
@@ -187,6 +188,18 @@ ROUND_SETTINGS = {s.name: s for s in [
       "Extract links from pages whose content duplicates an earlier page (mirrors)."),
     S("near_duplicates", float, 0.9, "duplicates", "MinHash Jaccard threshold for near-duplicate "
       "page pairs (0 = off).", between(0.0, 1.0)),
+    # --- documents ---
+    S("parse_seconds", float, 5.0, "documents", "Wall-clock budget of parsing one document "
+      "(checked between PDF pages, paragraphs, feed items); past it the document keeps what was "
+      "read, with the reason.", at_least(0.01, " s")),
+    S("parse_max_pages", int, 200, "documents", "PDF pages read per document.", at_least(1)),
+    S("parse_max_inflated", int, 50 * 1024 * 1024, "documents", "Bytes any decompression inside "
+      "one document (PDF streams, .docx parts, gzip sitemaps) may give.", at_least(1024),
+      shown="52428800 (50 MiB)"),
+    S("text_links", parse_bool, False, "documents", "Plain-text documents: URLs written in the "
+      "text become outlinks."),
+    S("detect_language", parse_bool, True, "documents", "Detect a document's language (py3langid) "
+      "when its markup states none."),
     # --- storage ---
     S("store", str, "warc", "storage", "What keeps fetched content: warc (WARC 1.1 files with a "
       "CDXJ index under rounds/N/warc/), parquet (the pages table), both, or none. Noindex pages "

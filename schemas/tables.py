@@ -98,12 +98,20 @@ VISITED = pa.schema([
     # earliest member by (round, fp); null when the page joined none (or is a cluster's head)
     ("near_cluster_fp", pa.int64()),
     ("near_cluster_round", pa.int32()),
+    # documents (transforms/page/formats, #18): what the page step read of an ok body
+    ("doc_type", pa.string()),          # media type sniffed from the body (magic bytes, markup)
+    ("text_chars", pa.int64()),         # characters of extracted text (any format)
+    ("description", pa.string()),       # meta description / PDF subject / feed description
+    ("language", pa.string()),          # primary subtag ('en'): stated by the markup, else detected
+    ("published", pa.float64()),        # date the document states it was published (epoch s)
+    ("modified", pa.float64()),         # date the document states it was last modified (epoch s)
 ])
 
 # Columns added after files of SCHEMA_VERSION 1 were written: a file may lack them (readers
 # fill nulls through `conform`, and the round's file check accepts their absence).
 LATER_COLUMNS = {"visited": ("lsh_keys", "source", "refused_by", "near_cluster_fp",
-                             "near_cluster_round"),
+                             "near_cluster_round", "doc_type", "text_chars", "description",
+                             "language", "published", "modified"),
                  "filtered": ("depth", "source", "refused_by"),
                  "near_duplicates": ("host", "cluster_fp", "cluster_round")}
 

@@ -59,6 +59,7 @@ class SimConfig:
     n_records: int = 10000
     results_per_page: int = 10
     template_pages: int = 0           # > 0: docs.simweb.test, a book of this many template pages
+    documents: bool = False           # files.simweb.test: PDF, Word, feeds, text (tests/simweb/documents.py)
     # --- hostile -------------------------------------------------------------------------
     hostile: bool = False
     trickle_seconds: int = 20         # trickle: this many body bytes at 1 byte/s, then close

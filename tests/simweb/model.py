@@ -460,6 +460,9 @@ class SimWeb:
             self.hostile_hosts.append(self._add_host(f"slow.{DOMAIN}", "slow", robots="crawldelay"))
         self.template_host = (self._add_host(f"{templatehost.NAME}.{DOMAIN}", "template", robots="404")
                               if cfg.template_pages > 0 else None)   # after all others: same addresses
+        from . import documents
+        self.documents_host = (self._add_host(f"{documents.NAME}.{DOMAIN}", "documents", robots="404")
+                               if cfg.documents else None)            # last: same addresses for the rest
         # special links placed on the root page of site0
         self.special_links = []   # (url-path-on-host, host, anchor)
         for mh in self.mirrors:
@@ -471,6 +474,8 @@ class SimWeb:
                 self.special_links.append((hh, "/", "Hostile test host"))
         if self.template_host:
             self.special_links.append((self.template_host, "/", "The simulated book"))
+        if self.documents_host:
+            self.special_links.append((self.documents_host, "/", "Documents of the simulated orchard"))
         self._hostile_state = {"ratelimit_last": None, "flaky_n": 0}
 
     # ------------------------------------------------------------------ text
@@ -658,6 +663,9 @@ class SimWeb:
             r = deepweb.respond(self, host, target, headers, now)
         elif host.kind == "template":
             r = templatehost.respond(self, host, target, headers, now)
+        elif host.kind == "documents":
+            from . import documents
+            r = documents.respond(self, host, target, headers, now)
         else:
             r = self._respond_graph(host, target, headers, now)
         r.headers.append(("Date", http_date(now)))

@@ -147,6 +147,13 @@ def ground_truth(web) -> dict:
             cols["title"][url_set[url]] = title
             for dst, anchor in nav:
                 add_link(url, dst, anchor, "a", False)
+    if web.documents_host:
+        from . import documents
+        for url, title, outlinks in documents.truth(web):
+            add_page(url, web.documents_host, -1)
+            cols["title"][url_set[url]] = title
+            for dst, anchor in outlinks:
+                add_link(url, dst, anchor, "a", False)
 
     pages = pa.table({
         "url": pa.array(cols["url"], pa.string()),

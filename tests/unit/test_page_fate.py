@@ -72,13 +72,17 @@ def visited_row(page, **columns):
     return row
 
 
-def html_columns(page, title, meta_robots=None):
+def html_columns(page, title, meta_robots=None, language="en"):
     """What the parser adds to an HTML page's row. Text extraction and link extraction are
-    test_parse's business: the text fingerprint and the link count are taken from it."""
+    test_parse's business: the text fingerprint, its length and the link count are taken
+    from it. The recorded pages state their language (<html lang=en>) and no description
+    or dates (the noindex/nofollow pages state no language and are too short to detect one)."""
     parsed = parse_mod.parse_html(page["body"], page["url"], page["content_type_header"])
     return dict(charset="utf-8", title=title, canonical=None, outlinks=len(parsed.links),
                 meta_robots=meta_robots, text_fp=contentseen.text_fingerprint(parsed.text),
-                content_fp=contentseen.body_fingerprint(page["body"], page["url"]))
+                content_fp=contentseen.body_fingerprint(page["body"], page["url"]),
+                doc_type="text/html", text_chars=len(parsed.text), description=None,
+                language=language, published=None, modified=None)
 
 
 def row(fate):
@@ -170,7 +174,7 @@ def test_a_sitemap_index_queues_its_child_sitemaps_despite_their_extension():
 def test_a_noindex_page_is_visited_and_followed_but_its_body_not_stored():
     page = fetched("noindex")
     fate = page_fate(page, CONFIG)
-    assert row(fate) == visited_row(page, **html_columns(page, "Meta noindex", "noindex"))
+    assert row(fate) == visited_row(page, **html_columns(page, "Meta noindex", "noindex", language=None))
     assert fate.stored is None
     assert fate.links == [links(page, ["http://hostile.simweb.test:8000/noindex-target.html"], ["target"])]
 
@@ -178,7 +182,7 @@ def test_a_noindex_page_is_visited_and_followed_but_its_body_not_stored():
 def test_a_meta_nofollow_page_is_stored_but_gives_no_links():
     page = fetched("nofollow")
     fate = page_fate(page, CONFIG)
-    assert row(fate) == visited_row(page, **html_columns(page, "Meta nofollow", "nofollow"))
+    assert row(fate) == visited_row(page, **html_columns(page, "Meta nofollow", "nofollow", language=None))
     assert fate.stored == stored(page)
     assert fate.links == []
     follow = page_fate(page, PageConfig(round_no=3, now=NOW, ignore_meta_nofollow=True))
@@ -189,7 +193,7 @@ def test_a_binary_body_served_as_html_is_stored_and_flagged_without_links():
     page = fetched("binary_as_html")
     fate = page_fate(page, CONFIG)
     assert row(fate) == visited_row(
-        page, reason="binary body served as html",
+        page, reason="binary body served as html", doc_type="application/octet-stream",
         content_fp=contentseen.body_fingerprint(page["body"], page["url"]))
     assert fate.stored == stored(page)
     assert fate.links == []

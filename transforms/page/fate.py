@@ -11,6 +11,12 @@ testable without a runner (the way Common Crawl's jobs test `process_record`):
 - `visited`: the visited row (final outcomes only; it may carry the page's main-content
   blocks under `boilerplate.BLOCKS_FOR_MINHASH`: the host's template blocks are dropped
   and the rest signed per batch when the table is built);
+- the body is parsed by the parser registered for its sniffed type (`formats.PARSERS`:
+  HTML, PDF, .docx, RSS/Atom, plain text, sitemaps), within the round's per-document budget
+  (`formats.ParseLimits`); the row gets the sniffed type, title, description, language,
+  canonical, published/modified dates, text length and fingerprint, and the text blocks for
+  MinHash whatever the format; a parser's reason (encrypted, corrupt, over budget) joins
+  `reason`. X-Robots-Tag noindex/nofollow applies to every format. Other types stay terminal;
 - `stored`: the PAGES row of the body (2xx, unless noindex or store_pages is off);
 - `links`: candidate bundles the URL filter kept (links one hop deeper; a redirect target
   with one more hop; a sitemap's pages with their lastmod and its child sitemaps);
@@ -22,12 +28,14 @@ testable without a runner (the way Common Crawl's jobs test `process_record`):
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from schemas import tables
 from transforms.contentseen import fingerprints as contentseen
-from transforms.page import parse as parse_mod
 from transforms.page import sitemaps as sitemaps_mod
+from transforms.page.formats import ParseLimits, parse_document
+from transforms.page.formats import sniff as sniff_mod
 from transforms.page.boilerplate import BLOCKS_FOR_MINHASH
 from transforms.page.outcome import classify, robots_directives
 from transforms.urls import canonical as urls_mod
@@ -55,6 +63,7 @@ class PageConfig:
     archive: bool = False       # keep each fetch's capture for the WARC (`--store warc|both`)
     minhash: bool = True        # carry the page text for MinHash (near-duplicates on)
     guard_signature: str | None = None   # refused_by of forbidden_address rows (urls.refusals)
+    documents: ParseLimits = field(default_factory=ParseLimits)   # parsers' budget (formats)
 
 
 @dataclass
@@ -133,28 +142,42 @@ def _sitemap_bundles(page, body, visited):
     return bundles
 
 
-def _html(page, body, reason, visited, config):
-    """Parse an HTML page into `visited`; returns (link bundles, body to store)."""
-    if parse_mod.looks_binary(body):
-        why = "binary body served as html" if page.get("content_type") else "binary body"
-        visited["reason"] = f"{reason}; {why}" if reason else why
-        return [], body
-    parsed = parse_mod.parse_html(body, page["url"], page.get("content_type_header"),
-                                  honour_nofollow=config.honour_nofollow,
-                                  ignore_meta_nofollow=config.ignore_meta_nofollow)
-    flags = robots_directives(parsed.meta_robots, page.get("x_robots_tag"))
-    visited.update(charset=parsed.charset, title=(parsed.title or None),
-                   canonical=parsed.canonical, outlinks=len(parsed.links),
+def _document(page, doc, body, reason, visited, config):
+    """A parsed document into `visited`; returns (link bundles, body to store). X-Robots-Tag
+    applies to every format, meta robots to HTML; a parser's reason joins the fetch's."""
+    html = doc.html
+    flags = robots_directives(html.meta_robots if html is not None else None, page.get("x_robots_tag"))
+    visited.update(title=doc.title, canonical=doc.canonical,
+                   outlinks=len(doc.links) + len(doc.sitemaps),
                    meta_robots=",".join(sorted(flags)) or None,
-                   text_fp=contentseen.text_fingerprint(parsed.text))
+                   text_fp=contentseen.text_fingerprint(doc.text), text_chars=len(doc.text),
+                   description=doc.description, language=doc.language,
+                   published=doc.published, modified=doc.modified)
+    if html is not None:
+        visited["charset"] = html.charset
+    if doc.reason:
+        visited["reason"] = f"{reason}; {doc.reason}" if reason else doc.reason
     if config.minhash:  # host template dropped, then signed in batches by visited_table
-        visited[BLOCKS_FOR_MINHASH] = parsed.main_blocks
+        visited[BLOCKS_FOR_MINHASH] = doc.blocks
     bundles = []
-    if parsed.links and ("nofollow" not in flags or config.ignore_meta_nofollow):
-        bundles.append(link_bundle(page, parsed.links, parsed.anchors, tables.SOURCE_LINK))
+    if "nofollow" not in flags or config.ignore_meta_nofollow:
+        if doc.links:
+            source = tables.SOURCE_SITEMAP if doc.type == sniff_mod.SITEMAP else tables.SOURCE_LINK
+            bundle = link_bundle(page, doc.links, doc.anchors, source)
+            if doc.lastmod and any(lm is not None for lm in doc.lastmod):
+                bundle["lastmod"] = list(doc.lastmod)
+            bundles.append(bundle)
+        if doc.sitemaps:
+            bundles.append(link_bundle(page, doc.sitemaps, [""] * len(doc.sitemaps),
+                                       tables.SOURCE_SITEMAP_FILE))
     if "noindex" in flags and not config.ignore_meta_noindex:
         body = b""
     return bundles, body
+
+
+def _parse_limits(config):
+    return dataclasses.replace(config.documents, honour_nofollow=config.honour_nofollow,
+                               ignore_meta_nofollow=config.ignore_meta_nofollow)
 
 
 def page_fate(page: dict, config: PageConfig) -> PageFate:
@@ -182,9 +205,16 @@ def page_fate(page: dict, config: PageConfig) -> PageFate:
     elif outcome == tables.OK and body:
         visited["content_fp"] = contentseen.body_fingerprint(body, page["url"])
         ctype = (page.get("content_type") or "").lower()
-        if ctype in HTML_TYPES or not ctype:
-            bundles, body = _html(page, body, reason, visited, config)
-            noindex = not body
+        kind = visited["doc_type"] = sniff_mod.sniff(body, ctype)
+        if kind == sniff_mod.OCTET and (ctype in HTML_TYPES or not ctype):
+            why = "binary body served as html" if ctype else "binary body"
+            visited["reason"] = f"{reason}; {why}" if reason else why
+        else:
+            doc = parse_document(body, page["url"], kind, _parse_limits(config),
+                                 page.get("content_type_header"))
+            if doc is not None:
+                bundles, body = _document(page, doc, body, reason, visited, config)
+                noindex = not body
         if config.store_pages and body:
             fate.stored = {"fp": page["fp"], "url": page["url"], "round": config.round_no,
                            "content_type": page.get("content_type"), "body": body}

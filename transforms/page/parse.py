@@ -67,10 +67,22 @@ class ParsedPage:
     main_blocks: list[str] = field(default_factory=list)
     charset: str = ""              # codec used to decode the body ('' if not decoded)
     base: str = ""                 # effective base URL (after <base href>)
+    # page metadata as the markup states it (raw strings; dates parsed by the caller)
+    description: str | None = None  # <meta name=description>, else og:description
+    lang: str | None = None        # <html lang> / xml:lang, else <meta http-equiv=content-language>
+    published: str | None = None   # article:published_time, datePublished, dc.date, date ...
+    modified: str | None = None    # article:modified_time, dateModified, dcterms.modified ...
 
 
 _LINK_TAGS = ("a", "area", "frame", "iframe", "meta", "base", "link", "title")
 _HIDDEN_TAGS = ("script", "style", "noscript")  # and template, removed before links
+# <meta name|property|itemprop=KEY content=...> -> metadata field (first one wins)
+_META_KEYS = {"description": "description", "og:description": "og:description",
+              "article:published_time": "published", "datepublished": "published",
+              "dc.date": "published", "dcterms.created": "published", "date": "published",
+              "article:modified_time": "modified", "datemodified": "modified",
+              "og:updated_time": "modified", "dcterms.modified": "modified",
+              "last-modified": "modified"}
 _UTF = frozenset(["utf-8", "utf-16-le", "utf-16-be", ""])
 _tls = threading.local()
 
@@ -193,6 +205,7 @@ def _parse(text, charset, url, honour_nofollow, ignore_meta_nofollow, ua_token) 
     refresh_href = None
     robots = []
     title = None
+    meta = {}
     for el in root.iter(_LINK_TAGS):
         tag = el.tag
         if tag == "a" or tag == "area":
@@ -223,9 +236,13 @@ def _parse(text, charset, url, honour_nofollow, ignore_meta_nofollow, ua_token) 
                         refresh_href = target
                         raw.append((target, None))
                 continue
-            name = el.get("name")
+            if equiv is not None and equiv.strip().lower() == "content-language":
+                meta.setdefault("content-language", el.get("content"))
+            name = el.get("name") or el.get("property") or el.get("itemprop")
             if name is not None:
                 name = name.strip().lower()
+                if name in _META_KEYS:
+                    meta.setdefault(_META_KEYS[name], el.get("content"))
                 if name == "robots" or (ua_token is not None and name == ua_token):
                     content = el.get("content")
                     if content:
@@ -264,7 +281,11 @@ def _parse(text, charset, url, honour_nofollow, ignore_meta_nofollow, ua_token) 
         "nofollow" in d.split() or "none" in d.split() for d in robots)
 
     page = ParsedPage(nofollow_dropped=nofollow, meta_robots=meta_robots, title=title,
-                      charset=charset, base=normalize(base) or base)
+                      charset=charset, base=normalize(base) or base,
+                      description=_collapse(meta.get("description") or meta.get("og:description")) or None,
+                      lang=(root.get("lang") or root.get("{http://www.w3.org/XML/1998/namespace}lang")
+                            or meta.get("content-language")),
+                      published=meta.get("published"), modified=meta.get("modified"))
     if canonical_href is not None:
         page.canonical = classify(bb, canonical_href)[0]
     if refresh_href is not None:
