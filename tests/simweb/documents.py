@@ -31,6 +31,7 @@ FEED_ITEMS = 6
 BOMB_BYTES = 120 * 1024 * 1024
 TREE_PAGES = 10_000
 EPOCH = 1767225600  # 2026-01-01T00:00:00Z
+DOCX_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
 REPORT_SENTENCES = ("The quarterly harvest of simulated apples exceeded every forecast.",
                     "Orchard seven reported a record yield despite the late frost.")
