@@ -18,6 +18,12 @@ def args_with(web, d, **flags):
     return args
 
 
+def fetched(row):
+    """The URL was requested and answered (its content may duplicate a page fetched before:
+    the small web has mirrors, and which copy comes first depends on the run's ports)."""
+    return row["http_status"] == 200 and row["outcome"] in (tables.OK, tables.DUPLICATE)
+
+
 def seeds(urls):
     return [a for u in urls for a in ("--seed", u)]
 
@@ -70,7 +76,7 @@ def test_a_seed_refused_by_deny_addresses_is_fetched_once_a_round_drops_the_rang
     assert "remove its range from --deny_addresses" in report_mod.summary(first[0])
     reports = crawlstate.run_rounds(d, "--rounds", "2", "--deny_addresses", "")
     assert reports[0]["refusals_reread"] == 1
-    assert latest(d)[seed1]["outcome"] == tables.OK
+    assert fetched(latest(d)[seed1])
     # a round with the same settings re-reads nothing
     again = crawlstate.run_rounds(d, "--rounds", "1", "--deny_addresses", "")
     assert again[0]["refusals_reread"] == 0
@@ -85,7 +91,7 @@ def test_a_refused_seed_is_retried_when_re_injected(simweb_small, tmp_path, caps
     frontier = set(c.read_table("frontier", c.last_committed()).column("url").to_pylist())
     assert simweb_small.seeds[0] in frontier
     crawlstate.run_rounds(d, "--rounds", "1", "--allow_loopback", "true")
-    assert latest(d)[simweb_small.seeds[0]]["outcome"] == tables.OK
+    assert fetched(latest(d)[simweb_small.seeds[0]])
 
 
 def test_b_urls_filtered_by_scope_are_fetched_once_the_scope_is_widened(simweb_small, tmp_path):
@@ -134,5 +140,5 @@ def test_rounds_with_the_flag_a_refusal_named_fetch_the_refused_seeds(simweb_sma
     reports = crawlstate.run_rounds(d, "--rounds", "2", "--allow_loopback", "true")
     assert len(reports) == 2 and reports[0]["refusals_reread"] == len(simweb_small.seeds)
     rows = latest(d)
-    assert {rows[u]["outcome"] for u in simweb_small.seeds} == {tables.OK}
+    assert all(fetched(rows[u]) for u in simweb_small.seeds)
     assert reports[1]["page_sets"]["downloaded"] >= len(simweb_small.seeds)
