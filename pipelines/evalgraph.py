@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from strategies.graph import dedupe_edges, pagerank, splitmix64_ids
+from transforms.urls.canonical import fingerprints
 
 
 @dataclass
@@ -148,6 +149,8 @@ def _from_url_edges(urls, s, d, pages_table, seed_urls, seed_tab=None):
         seeds = pc.index_in(seed_mask_urls, value_set=urls).drop_null().to_numpy()
     seeds = _seed_ids(seeds, n, urls.to_pylist() if seed_urls else None, seed_urls)
     g = build_graph(si, di, n, urls=urls, hosts=hosts, seeds=seeds)
+    # the crawler's own URL fingerprints, so generate breaks score ties as a round does
+    g.fps = fingerprints(urls)
     if fetchable is not None:
         g.fetchable = fetchable
     return g

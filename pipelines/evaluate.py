@@ -23,7 +23,8 @@ curves.parquet (one row per strategy and percent) and summary.parquet to --out.
 Seeds: `--seed_urls`, else seeds.parquet (url) in the --graph directory (as the simulated
 web exports it), else a boolean `seed`/`is_seed` column of pages, else pages with depth 0,
 else the first page; generated graphs carry their own seeds. Pages with
-robots_allowed = false are discovered but never fetched; links with nofollow = true are
+robots_allowed = false are discovered, and take a fetch slot when selected (a round
+cannot tell before it asks), but are never fetched; links with nofollow = true are
 not followed and pages.redirect_to counts as a link (the simulated web's follow graph). Percentages are of all pages in
 the graph, so a crawl that cannot reach everything ends below 100 %.
 """
@@ -38,13 +39,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipelines.evalgraph import EvalGraph, build_graph, generated_graph, load_graph  # noqa: F401  (the graphs)
+from pipelines.evalmetrics import PERCENTS, auc_to, curves, relative_auc  # noqa: F401
 from strategies.graph import CrawlGraph, l1, unique
 from strategies.opic import opic_distribute, opic_init
 from strategies.ordering import ORDERINGS, get_ordering
-from transforms.generate.select import select as generate_select
+from transforms.generate.select import rank_within_group, select as generate_select
 
 DEFAULT_STRATEGIES = ("omniscient", "opic", "larger_sites_first", "partial_pagerank", "bfs",
                       "backlinks", "url_importance", "preference", "random")
@@ -71,8 +74,15 @@ def _out_edges(g: EvalGraph, nodes):
 
 
 def simulate(g: EvalGraph, strategy: str, batch_size=1000, per_host_cap=100,
-             pagerank_every=None, max_pages=None, params=None) -> CrawlResult:
-    """Crawl g from its seeds with one ordering; return the fetch order."""
+             pagerank_every=None, max_pages=None, params=None,
+             within_round="hosts") -> CrawlResult:
+    """Crawl g from its seeds with one ordering; return the fetch order.
+
+    within_round: the order the pages of one batch are fetched in. "hosts" (default):
+    as a round fetches them — every host of the fetch list at once, each host's URLs in
+    the list's order, so the k-th URL of every host is fetched before the (k+1)-th of
+    any (`round_fetch_order`). "score": the fetch list's order (one global queue).
+    """
     t0 = time.time()
     params = dict(params or {})
     if strategy == "omniscient":
@@ -93,7 +103,7 @@ def simulate(g: EvalGraph, strategy: str, batch_size=1000, per_host_cap=100,
     has_pr = np.zeros(n, bool)
     last_pr_at = None
     fsrc, fdst = [], []                        # edges of fetched pages
-    outdeg_all = np.diff(g.indptr)
+    outdeg_all = np.diff(g.indptr) * g.fetchable   # a page robots.txt denies shows no links
     fetch_order = []
     n_fetched = 0
     step = 0
@@ -101,11 +111,15 @@ def simulate(g: EvalGraph, strategy: str, batch_size=1000, per_host_cap=100,
     limit = max_pages or n
     cols = set(order_obj.columns) | ({"host"} if order_obj.needs_host_counts else set())
     while n_fetched < limit:
-        pending = np.flatnonzero(known & ~fetched & g.fetchable)
+        # robots-denied pages too: generate cannot tell, the round spends a slot on them
+        pending = np.flatnonzero(known & ~fetched)
         if len(pending) == 0:
             break
         if order_obj.needs_graph:
-            if last_pr_at is None or n_fetched - last_pr_at >= pr_every:
+            # default: after every batch, as a round recomputes it whatever the round
+            # fetched (the first rounds fetch only the seeds and their children)
+            if last_pr_at is None or (n_fetched > last_pr_at if pagerank_every is None
+                                      else n_fetched - last_pr_at >= pr_every):
                 kn = np.flatnonzero(known)
                 es = np.concatenate(fsrc) if fsrc else np.zeros(0, np.int64)
                 ed = np.concatenate(fdst) if fdst else np.zeros(0, np.int64)
@@ -132,13 +146,15 @@ def simulate(g: EvalGraph, strategy: str, batch_size=1000, per_host_cap=100,
             scores = order_obj.score(pa.table(data))
         cand = pa.table({"node": pending, "fp": g.fps[pending],
                          "host": g.hosts.take(pa.array(pending)), "score": scores})
-        batch = generate_select(cand, min(batch_size, limit - n_fetched), per_host_cap
-                                ).column("node").to_numpy()
+        chosen = generate_select(cand, min(batch_size, limit - n_fetched), per_host_cap)
+        batch = chosen.column("node").to_numpy()
+        if within_round == "hosts":
+            batch = batch[round_fetch_order(chosen.column("host"))]
         fetched[batch] = True
-        fetch_order.append(batch)
+        fetch_order.append(batch[g.fetchable[batch]])
         n_fetched += len(batch)
         step += 1
-        s, d = _out_edges(g, batch)
+        s, d = _out_edges(g, batch[g.fetchable[batch]])
         new = d[~known[d]]
         if len(new):
             # depth of a new page: 1 + the smallest depth among this batch's linkers
@@ -172,28 +188,15 @@ def simulate(g: EvalGraph, strategy: str, batch_size=1000, per_host_cap=100,
     return CrawlResult(strategy, order, step, time.time() - t0, info)
 
 
-# --------------------------------------------------------------------------- metrics
-PERCENTS = np.arange(0, 101)
-
-
-def curves(g: EvalGraph, order: np.ndarray, hot_fraction=0.1):
-    """(pr_share, hot_share) at 0..100 % of the graph's pages crawled (1 % steps)."""
-    n = g.n
-    cum_pr = np.concatenate([[0.0], np.cumsum(g.truth[order])]) / g.truth.sum()
-    k_hot = max(1, int(round(hot_fraction * n)))
-    hot = np.zeros(n, bool)
-    hot[np.argsort(-g.truth, kind="stable")[:k_hot]] = True
-    cum_hot = np.concatenate([[0.0], np.cumsum(hot[order])]) / k_hot
-    k = np.minimum(np.round(PERCENTS / 100.0 * n).astype(np.int64), len(order))
-    return cum_pr[k], cum_hot[k], cum_pr, cum_hot
-
-
-def auc_to(cum: np.ndarray, n: int, frac=0.5) -> float:
-    """∫_0^frac share(x) dx / frac with share(x) the per-page cumulative curve."""
-    m = int(round(frac * n))
-    vals = cum[1:m + 1] if len(cum) > m else np.concatenate(
-        [cum[1:], np.full(m - (len(cum) - 1), cum[-1])])
-    return float(vals.sum() / n / frac)
+def round_fetch_order(hosts) -> np.ndarray:
+    """Positions of a fetch list (in generate's order) in the order a round fetches them:
+    hosts run concurrently, each through its own URLs in list order, so a URL's time is
+    its rank within its host (hosts at equal pace: delay 0, similar pages); ties keep the
+    list's order."""
+    codes = pc.dictionary_encode(pa.chunked_array([hosts]) if isinstance(hosts, pa.Array)
+                                 else hosts).combine_chunks().indices
+    codes = codes.fill_null(-1).to_numpy(zero_copy_only=False)
+    return np.argsort(rank_within_group(codes), kind="stable")
 
 
 def evaluate(g: EvalGraph, strategies=DEFAULT_STRATEGIES, hot_fraction=0.1, log=print,

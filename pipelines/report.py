@@ -19,6 +19,7 @@ from pipelines import cli
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.config import settings_signatures
+from pipelines import ordering_report
 from pipelines.crawldir import CrawlDir, CrawlStateError
 from transforms.contentseen.clusters import near_report
 from transforms.tableio import step as write
@@ -132,6 +133,7 @@ def summary(report):
         lines.append(f"  near-duplicates: {report['content_seen']['near_duplicates']} pages in "
                      f"{near['clusters']} clusters (largest {near['largest']}); most: " + ", ".join(
                          f"{h['host']} {h['pages']} ({(h['share'] or 0):.0%})" for h in near["hosts"][:3]))
+    lines += ordering_report.summary_lines(report.get("ordering"))
     return "\n".join(lines + refusal_hints(report))
 
 
@@ -158,6 +160,10 @@ def with_ground_truth(crawl, report, truth_dir):
         known.update(crawl.read_table(table, n, columns=["url"]).column("url").to_pylist())
     report = dict(report)
     report["page_sets"] = dict(report["page_sets"], unknowable=len(truth - known))
+    # per round: true PageRank captured so far and the relative AUC (pipelines/ordering_report.py)
+    visited = crawl.read_table("visited", n, columns=["url", "round", "fetch_time", "outcome"])
+    report["ordering"] = ordering_report.ordering_by_round(
+        visited.to_pylist(), ordering_report.truth_pagerank(truth_dir.rstrip("/")))
     return report
 
 
@@ -167,7 +173,9 @@ def main(argv=None):
     parser.add_argument("--crawl_dir", required=True, help="Crawl directory (a local path or gs://, s3://, ...).")
     parser.add_argument("--round", type=int, default=None, help="Round to report (default: the last committed).")
     parser.add_argument("--ground_truth", default=None,
-                        help="Simulated web ground-truth directory (pages.parquet) to count unknowable pages.")
+                        help="Ground-truth directory (pages.parquet; pagerank.parquet or links.parquet): count "
+                             "unknowable pages and show, per round, the true PageRank captured and the "
+                             "relative AUC of the fetch order.")
     parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
     args = cli.parse_flags(parser, argv)
     if args is None:

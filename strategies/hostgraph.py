@@ -64,11 +64,18 @@ def _sample_in_ranges(cum, lo, hi, u):
 
 def host_graph(n_pages: int = 100_000, n_hosts: int | None = None, zipf_a: float = 1.0,
                mean_outdeg: float = 8.0, p_intra: float = 0.85, inlink_alpha: float = 1.1,
-               home_share: float = 0.2, n_seeds: int = 10, seed: int = 0) -> HostGraph:
+               home_share: float = 0.2, n_seeds: int = 10, seed: int = 0,
+               host_sizes=None) -> HostGraph:
+    """host_sizes: pages per host, in host order (overrides n_pages, n_hosts, zipf_a),
+    e.g. (21204, 10136, 1169, 526) for a web of a few large hosts."""
     rng = np.random.default_rng(seed)
-    n = int(n_pages)
-    H = int(n_hosts or max(1, n // 50))
-    sizes = rng.permutation(zipf_sizes(n, H, zipf_a))      # host 0 is not the largest
+    if host_sizes is not None:
+        sizes = np.asarray(host_sizes, dtype=np.int64)
+        n, H = int(sizes.sum()), len(sizes)
+    else:
+        n = int(n_pages)
+        H = int(n_hosts or max(1, n // 50))
+        sizes = rng.permutation(zipf_sizes(n, H, zipf_a))  # host 0 is not the largest
     start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     host = np.repeat(np.arange(H), sizes)
     pos = np.arange(n) - start[host]                          # position inside the host

@@ -19,6 +19,11 @@ class PartialPageRank(Ordering):
     def params(cls):
         return {"damping": DAMPING, "tol": 1e-8, "max_iter": 200}
 
+    # Warm starts (from the previous call's ranks) change ranks only within `tol`, which
+    # is enough to reorder near-ties; a round has no previous call, so cold by default and
+    # the evaluator's replay orders exactly as the rounds do (issue #11).
+    warm_start = False
+
     def __init__(self, **params):
         super().__init__(**params)
         self._warm = None  # (urls_fp, ranks) of the last computation, for a warm start
@@ -27,7 +32,7 @@ class PartialPageRank(Ordering):
     def node_ranks(self, graph) -> np.ndarray:
         """PageRank of every graph node (warm-started from the previous call's ranks)."""
         x0 = None
-        if self._warm is not None:
+        if self.warm_start and self._warm is not None:
             fps, ranks = self._warm
             ids = graph.node_ids(fps)
             ok = ids >= 0

@@ -11,6 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+SNAP_BITS = 40   # ~1e-12 relative: far above float noise (~1e-16), far below real differences
+
 
 def rank_within_group(codes: np.ndarray) -> np.ndarray:
     """For rows already in priority order, each row's rank among rows with the same code."""
@@ -36,11 +38,23 @@ def due_mask(table: pa.Table, now: float, max_depth: int) -> np.ndarray:
     return mask
 
 
+def snap(scores, bits: int = SNAP_BITS) -> np.ndarray:
+    """Scores rounded to `bits` bits of mantissa: values equal in exact arithmetic but apart
+    by float noise (sums taken in another order, e.g. a round's node numbering and the
+    evaluator's) tie exactly, and the fingerprint breaks the tie the same way everywhere."""
+    m, e = np.frexp(np.asarray(scores, dtype=np.float64))
+    return np.ldexp(np.round(m * float(2 ** bits)) / float(2 ** bits), e)
+
+
 def select(table: pa.Table, max_pages: int, max_per_host: int) -> pa.Table:
-    """Top `max_pages` rows by (score desc, fp asc) with at most `max_per_host` per host."""
+    """Top `max_pages` rows by (score desc, fp asc) with at most `max_per_host` per host;
+    scores equal to `SNAP_BITS` bits of mantissa tie (`snap`)."""
     if table.num_rows == 0:
         return table
-    order = pc.sort_indices(table, sort_keys=[("score", "descending"), ("fp", "ascending")])
+    key = pa.table({"s": pa.array(snap(table.column("score").fill_null(float("-inf"))
+                                       .to_numpy(zero_copy_only=False))),
+                    "fp": table.column("fp")})
+    order = pc.sort_indices(key, sort_keys=[("s", "descending"), ("fp", "ascending")])
     ordered = table.take(order)
     codes = pc.dictionary_encode(ordered.column("host")).combine_chunks().indices
     codes = codes.fill_null(-1).to_numpy(zero_copy_only=False)
