@@ -301,6 +301,9 @@ def main(argv=None):
     ap.add_argument("--pagerank_every", type=int, default=None,
                     help="recompute partial PageRank every K fetched pages (default: "
                          "every batch)")
+    ap.add_argument("--within_round", choices=("hosts", "score"), default="hosts",
+                    help="order of a batch's fetches: hosts at once, each in list order (as a "
+                         "round), or the fetch list's order")
     ap.add_argument("--pagerank_tol", type=float, default=1e-8)
     ap.add_argument("--pref_x", type=float, default=1.0, help="preference: weight of IB")
     ap.add_argument("--pref_y", type=float, default=1.0, help="preference: weight of IL")
@@ -358,7 +361,7 @@ def _report(a, g):
     for s in names:
         summ, curv = evaluate(g, [s], hot_fraction=a.hot_fraction, batch_size=a.batch_size,
                               per_host_cap=a.per_host_cap, pagerank_every=a.pagerank_every,
-                              params=per.get(s))
+                              params=per.get(s), within_round=a.within_round)
         summary_rows += summ.to_pylist()
         curve_tables.append(curv)
     summary = pa.Table.from_pylist(summary_rows)
