@@ -41,6 +41,12 @@ def bigweb(tmp_path_factory):
         yield web, g
 
 
+# Opt-in (`pytest -m bench`): measured gaps are 0.014-0.016 against the 0.02 bound, and the
+# rest of the margin depends on how the in-process runner schedules a round's hosts (it ran
+# 4 hosts two at a time, not all at once): a default-suite test that fails by thread
+# scheduling would fail CI by chance. Back in the default suite once the fetch step runs
+# all of a round's hosts at once (#11, #12).
+@pytest.mark.bench
 @pytest.mark.parametrize("strategy", ["opic", "partial_pagerank"])
 def test_real_rounds_fetch_in_the_order_the_replay_promises(bigweb, tmp_path, strategy):
     web, g = bigweb
