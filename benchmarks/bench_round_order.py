@@ -37,7 +37,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 
 from pipelines import evaluate as ev
 from pipelines.crawldir import CrawlDir
