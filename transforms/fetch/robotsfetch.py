@@ -1,0 +1,94 @@
+"""robots.txt for one host as the host fetcher gets it: cached in the host state for
+--robots_ttl, else fetched (redirects followed, each hop's address guarded) and turned into
+the round's policy, crawl delay or block (RFC 9309; the rules are in `robots`).
+
+`RobotsFetching` is a part of `hostfetcher.HostFetcher`: it uses the fetcher's clock,
+config, politeness turn (`_wait_turn`), request (`_request`) and bookkeeping (`_record`).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from urllib.parse import urljoin, urlsplit
+
+from schemas.tables import FORBIDDEN_ADDRESS
+from transforms.fetch import robots as robotsmod
+from transforms.fetch.connection import Failure, origin_port
+from transforms.fetch.records import HostState
+
+if TYPE_CHECKING:   # the per-host round state lives with the fetcher that owns it
+    from transforms.fetch.hostfetcher import _Round
+
+
+class RobotsFetching:
+    """The robots.txt half of a HostFetcher (sets rnd.policy / rnd.robots_block)."""
+
+    def _robots(self, first_url: str, state: HostState, rnd: _Round) -> None:
+        """Sets rnd.policy (or rnd.robots_block) and the robots fields of `state`."""
+        now = self.clock()
+        if (state.robots_state in (robotsmod.PARSED, robotsmod.ALLOW_ALL)
+                and state.robots_fetched_at is not None
+                and now - state.robots_fetched_at < self.config.robots_ttl):
+            rnd.policy = state.robots_policy()
+        else:
+            self._fetch_robots(first_url, state, rnd)
+        if rnd.policy is not None:
+            rnd.crawl_delay = rnd.policy.crawl_delay(self.config.user_agent)
+            if rnd.crawl_delay is not None and rnd.crawl_delay > self.config.max_crawl_delay:
+                rnd.robots_block = "crawl_delay_too_long"
+
+    def _fetch_robots(self, first_url: str, state: HostState, rnd: _Round) -> None:
+        scheme, _host, _port = origin_port(first_url)
+        parts = urlsplit(first_url)
+        url = f"{scheme}://{parts.netloc.rsplit('@', 1)[-1]}/robots.txt"
+        headers = {"Accept": "text/plain,*/*;q=0.8"}
+        policy = None
+        status = None
+        block = None
+        for _hop in range(robotsmod.ROBOTS_MAX_REDIRECTS + 1):
+            self._wait_turn(rnd)
+            out = self._request(url, headers, robotsmod.ROBOTS_MAX_BYTES, keep_body=True)
+            if isinstance(out, Failure):
+                reason = ("robots_forbidden_address" if out.outcome == FORBIDDEN_ADDRESS
+                          else f"robots_{out.reason}")
+                self._record(state, rnd, out, reason)
+                status, block = None, reason
+                break
+            status = out.status
+            kind = robotsmod.robots_outcome(status)
+            failed = kind == robotsmod.DISALLOW_ALL
+            reason = ("robots_429" if status == 429 else "robots_5xx") if failed else None
+            self._record(state, rnd, out, reason)
+            if kind is None:
+                loc = out.headers.get("Location")
+                if not loc:
+                    policy = robotsmod.RobotsPolicy.allow_all()
+                    break
+                url = urljoin(url, loc.strip())
+                try:
+                    origin_port(url)
+                except ValueError:
+                    policy = robotsmod.RobotsPolicy.allow_all()
+                    break
+                continue
+            if kind == robotsmod.PARSED:
+                policy = robotsmod.RobotsPolicy.parse(robotsmod.decode_robots(out.body, out.truncated))
+            elif kind == robotsmod.ALLOW_ALL:
+                policy = robotsmod.RobotsPolicy.allow_all()
+            else:
+                block = reason
+            break
+        else:
+            policy = robotsmod.RobotsPolicy.allow_all()     # > 5 hops: unavailable (RFC 9309)
+
+        state.robots_status = status
+        state.robots_fetched_at = self.clock()
+        if policy is None:
+            state.robots_state = robotsmod.DISALLOW_ALL
+            state.robots_body = None
+            rnd.robots_block = block or "robots_error"
+            return
+        state.robots_state = policy.state
+        state.robots_body = policy.body if policy.state == robotsmod.PARSED else None
+        state.sitemaps = policy.sitemaps
+        state.crawl_delay = policy.crawl_delay(self.config.user_agent)
+        rnd.policy = policy
