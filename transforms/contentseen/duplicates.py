@@ -16,7 +16,7 @@ from transforms.contentseen.fingerprints import (
     signature_column,
     signatures_of,
 )
-from transforms.urls.fpsets import member, sorted_unique
+from transforms.urls.fpsets import member
 
 
 def _bucket(keys: np.ndarray, buckets: int) -> np.ndarray:
@@ -39,11 +39,6 @@ def _col(t: pa.Table, name: str, fill=None) -> np.ndarray:
     if fill is not None:
         c = c.fill_null(fill)
     return c.to_numpy(zero_copy_only=False)
-
-
-def _concat_arrays(arrays) -> np.ndarray:
-    arrays = [np.asarray(a, np.int64) for a in arrays if a is not None and len(a)]
-    return sorted_unique(np.concatenate(arrays)) if arrays else np.zeros(0, np.int64)
 
 
 # --------------------------------------------------------------------------- exact (pure)

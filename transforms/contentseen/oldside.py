@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from schemas import tables
 from transforms.contentseen import fingerprints as contentseen
-from transforms.urls.fpsets import FpIndex, member, sorted_unique
+from transforms.urls.fpsets import FpIndex, member
 
 OLD_COLUMNS = ["fp", "round", "content_fp", "lsh_keys"]            # phase 1: every row
 EXACT_COLUMNS = ["fp", "url", "host", "round", "content_fp"]        # phase 2: exact hits
@@ -168,11 +168,6 @@ def check_fps(path, index, table, rows, fps):
             f"{path}: row group {index} changed between two reads of this round "
             f"(committed files must not be rewritten while a round runs)")
 
-def _union(arrays):
-    arrays = [a for a in arrays if len(a)]
-    return sorted_unique(np.concatenate(arrays)) if arrays else np.zeros(0, np.int64)
-
-
 def read_hits(path, index, kind, hits, read_row_group):
     """Phase 2 on one row group: (table of its hit rows read wide, rows in the row group).
 
@@ -187,3 +182,11 @@ def read_hits(path, index, kind, hits, read_row_group):
     check_fps(path, index, t, idx, [sel[i] for i in idx])
     part = t.take(pa.array(idx, type=pa.int64()))
     return (part if kind == EXACT else not_duplicate(part)), t.num_rows
+
+
+def earliest_hits(hits, max_group):
+    """The hits of one (kind, key) the decisions can use: the earliest by (round, fp), one
+    for EXACT, `max_group` for NEAR (all when 0). A hit is (round, fp, path, index, row, kind)."""
+    hits = sorted(hits)
+    limit = 1 if hits and hits[0][5] == EXACT else max_group
+    return hits[:limit] if limit else hits

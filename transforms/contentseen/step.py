@@ -12,16 +12,30 @@ import pyarrow as pa
 from apache_beam.metrics import Metrics
 
 from schemas import tables
-from transforms.contentseen.clusters import (ASSIGNMENTS, NEAR_CAP, candidate_edges, cluster_stats,
-                                             host_stats, mark_near, near_rows, resolve_clusters)
-from transforms.contentseen.duplicates import _band_rows, _col, _concat_arrays, _split, exact_duplicates
-from transforms.contentseen.fingerprints import LSH_PARAMS, MAX_GROUP, NUM_PERM, THRESHOLD, lsh_params
+from transforms.contentseen.clusters import (
+    ASSIGNMENTS,
+    NEAR_CAP,
+    candidate_edges,
+    cluster_stats,
+    host_stats,
+    mark_near,
+    near_rows,
+    resolve_clusters,
+)
+from transforms.contentseen.duplicates import _band_rows, _col, _split, exact_duplicates
+from transforms.contentseen.fingerprints import (
+    LSH_PARAMS,
+    MAX_GROUP,
+    NUM_PERM,
+    THRESHOLD,
+    lsh_params,
+)
 from transforms.contentseen.oldside import (
     EXACT,
     NEAR,
     _drop_rows,
     _pairs,
-    _union,
+    earliest_hits,
     mark_duplicates,
     new_band_keys,
     new_content_keys,
@@ -31,24 +45,7 @@ from transforms.contentseen.oldside import (
 )
 from transforms.tableio import files as readparquet
 from transforms.tableio.step import sum_dicts
-from transforms.urls.fpsets import FpIndex, member
-
-
-class _SortedKeys(beam.CombineFn):
-    """Combines int64 arrays into one sorted array of distinct values (a side input)."""
-
-    def create_accumulator(self):
-        return []
-
-    def add_input(self, acc, arr):
-        acc.append(np.asarray(arr, np.int64))
-        return acc
-
-    def merge_accumulators(self, accs):
-        return [_concat_arrays([a for acc in accs for a in acc])]
-
-    def extract_output(self, acc):
-        return _concat_arrays(acc)
+from transforms.urls.fpsets import FpIndex, member, sorted_union
 
 
 class ContentSeen(beam.PTransform):
@@ -69,7 +66,7 @@ class ContentSeen(beam.PTransform):
 
         new = inputs["new"] | "NewRows" >> beam.Map(new_rows)
         keys = (new | "NewKeys" >> beam.Map(lambda t: _col(t, key))
-                | "KeySet" >> beam.CombineGlobally(_SortedKeys()))
+                | "KeySet" >> beam.CombineGlobally(sorted_union))
 
         def old_rows(t, keyset):
             k = _col(t, key, 0).astype(np.int64)
@@ -128,7 +125,7 @@ class NearClusters(beam.PTransform):
 
         nb = inputs["new"] | "NewBandRows" >> beam.FlatMap(new_bands)
         keyset = (nb | "NewBandKeys" >> beam.Map(lambda t: _col(t, "key"))
-                  | "BandKeySet" >> beam.CombineGlobally(_SortedKeys()))
+                  | "BandKeySet" >> beam.CombineGlobally(sorted_union))
 
         def old_bands(t, ks):
             if len(ks) == 0:
@@ -236,10 +233,10 @@ class _RoundKeys(beam.CombineFn):
 
     def merge_accumulators(self, accs):
         accs = list(accs)
-        return [_union([a for acc in accs for a in acc[0]])], [_union([a for acc in accs for a in acc[1]])]
+        return [sorted_union([a for acc in accs for a in acc[0]])], [sorted_union([a for acc in accs for a in acc[1]])]
 
     def extract_output(self, acc):
-        return _union(acc[0]), (_union(acc[1]) if self.near else None)
+        return sorted_union(acc[0]), (sorted_union(acc[1]) if self.near else None)
 
 class _Earliest(beam.CombineFn):
     """Per (kind, key): the earliest hits by (round, fp), 1 for EXACT, `max_group` for NEAR
@@ -248,25 +245,20 @@ class _Earliest(beam.CombineFn):
     def __init__(self, max_group):
         self.max_group = max_group
 
-    def _cut(self, hits):
-        hits = sorted(hits)
-        limit = 1 if hits and hits[0][5] == EXACT else self.max_group
-        return hits[:limit] if limit else hits
-
     def create_accumulator(self):
         return []
 
     def add_input(self, acc, hit):
         acc.append(hit)
         if len(acc) > 2 * self.max_group + 16 and (self.max_group or hit[5] == EXACT):
-            return self._cut(acc)
+            return earliest_hits(acc, self.max_group)
         return acc
 
     def merge_accumulators(self, accs):
-        return self._cut([h for acc in accs for h in acc])
+        return earliest_hits([h for acc in accs for h in acc], self.max_group)
 
     def extract_output(self, acc):
-        return self._cut(acc)
+        return earliest_hits(acc, self.max_group)
 
 
 # --------------------------------------------------------------------------- old side, phase 2
@@ -391,7 +383,7 @@ class ApplyContentSeen(beam.PTransform):
         if self.near_threshold:
             near_new = visited | "NearNew" >> beam.Map(not_duplicate)
             live = (near_new | "NearNewKeys" >> beam.Map(new_band_keys)
-                    | "LiveBandKeys" >> beam.CombineGlobally(_SortedKeys()))
+                    | "LiveBandKeys" >> beam.CombineGlobally(sorted_union))
             clusters = ({"new": near_new, "old": probed[NEAR] | "ReadNearHits" >> ReadHits(NEAR, live)}
                         | "NearClusters" >> NearClusters(threshold=self.near_threshold))
         else:

@@ -19,6 +19,13 @@ def sorted_unique(a) -> np.ndarray:
     return a
 
 
+def sorted_union(arrays) -> np.ndarray:
+    """The sorted distinct values of int64 arrays together. Associative and commutative,
+    so `beam.CombineGlobally(sorted_union)` builds a probe set from a PCollection of arrays."""
+    arrays = [np.asarray(a, np.int64) for a in arrays if a is not None and len(a)]
+    return sorted_unique(np.concatenate(arrays)) if arrays else np.zeros(0, np.int64)
+
+
 def member(values, sorted_set) -> np.ndarray:
     """values in sorted_set (sorted ascending): np.isin without the sort."""
     values = np.asarray(values, dtype=np.int64)

@@ -13,7 +13,7 @@ from apache_beam.io.filesystems import FileSystems
 from schemas import tables
 from schemas.tables import FP_ONLY, ParquetReadError
 from transforms.tableio.files import read_row_groups
-from transforms.urls.fpsets import FpIndex, sorted_unique
+from transforms.urls.fpsets import FpIndex, sorted_union
 from transforms.urlseen.buckets import _np, _split_fps, _split_packed, unpack
 from transforms.urlseen.merge import FILTERED, HARD, REFUSED, merge_bucket
 from transforms.urlseen.readmit import COLUMNS as READMIT_COLUMNS
@@ -37,24 +37,6 @@ def _row_groups(path, schema):
     except Exception as e:
         raise ParquetReadError(f"{path}: cannot read this Parquet file ({type(e).__name__}: "
                                f"{e}). It is missing or damaged; restore it from a backup.") from e
-
-
-class _SortedFps(beam.CombineFn):
-    """int64 arrays -> one sorted array of distinct values (the semi-join probe set)."""
-
-    def create_accumulator(self):
-        return []
-
-    def add_input(self, acc, arr):
-        acc.append(np.asarray(arr, dtype=np.int64))
-        return acc
-
-    def merge_accumulators(self, accs):
-        parts = [a for acc in accs for a in acc]
-        return [sorted_unique(np.concatenate(parts))] if parts else []
-
-    def extract_output(self, acc):
-        return sorted_unique(np.concatenate(acc)) if acc else np.zeros(0, np.int64)
 
 
 class _ProbeSeen(beam.DoFn):
@@ -181,7 +163,7 @@ class UrlSeen(beam.PTransform):
                       lambda t: _np(t.column("dst_fp"))),
                   inputs["filtered"] | "FilteredFps" >> beam.Map(lambda t: _np(t.column("fp"))))
                  | "AskedFps" >> beam.Flatten()
-                 | "ProbeSet" >> beam.CombineGlobally(_SortedFps()))
+                 | "ProbeSet" >> beam.CombineGlobally(sorted_union))
         seen_hits = (inputs["seen"]
                      | "ProbeSeen" >> beam.ParDo(_ProbeSeen(self.signatures.values()),
                                                  beam.pvalue.AsSingleton(probe))
