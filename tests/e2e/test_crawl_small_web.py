@@ -292,8 +292,16 @@ def test_mirror_pages_are_flagged_as_duplicates_and_no_distinct_page_is(full_cra
     mirror_pages = [p["url"] for p in truth if p["dup_kind"] == "mirror" and p["url"] in visited
                     and visited[p["url"]]["http_status"] == 200]
     assert mirror_pages, "the small web has a mirror host"
-    flagged = [u for u in mirror_pages if visited[u]["outcome"] == "duplicate"]
-    assert len(flagged) >= 0.99 * len(mirror_pages)
+    # The first copy is the smallest (round, fp): when a mirror page and its original are
+    # fetched in the same round, either may be first (fingerprints hash the port, which
+    # varies per run). So a mirror page is handled when it or its original is flagged.
+    def flagged_pair(u):
+        orig = visited.get(original(u))
+        return visited[u]["outcome"] == "duplicate" or (
+            orig is not None and orig["outcome"] == "duplicate" and orig["duplicate_of"] == u)
+
+    flagged = [u for u in mirror_pages if flagged_pair(u)]
+    assert len(flagged) >= 0.99 * len(mirror_pages), sorted(set(mirror_pages) - set(flagged))
     dups = [r for r in visited.values() if r["outcome"] == "duplicate"]
     wrong = [(r["url"], r["duplicate_of"]) for r in dups
              if original(r["url"]) != original(r["duplicate_of"])]
