@@ -75,13 +75,15 @@ def _out_edges(g: EvalGraph, nodes):
 
 def simulate(g: EvalGraph, strategy: str, batch_size=1000, per_host_cap=100,
              pagerank_every=None, max_pages=None, params=None,
-             within_round="hosts") -> CrawlResult:
+             within_round="hosts", host_seconds=None) -> CrawlResult:
     """Crawl g from its seeds with one ordering; return the fetch order.
 
     within_round: the order the pages of one batch are fetched in. "hosts" (default):
     as a round fetches them — every host of the fetch list at once, each host's URLs in
     the list's order, so the k-th URL of every host is fetched before the (k+1)-th of
     any (`round_fetch_order`). "score": the fetch list's order (one global queue).
+    host_seconds: {host: seconds per fetch} for "hosts": hosts whose politeness is slower
+    (a robots Crawl-delay) fall behind the others, as in a round (`host_pace`).
     """
     t0 = time.time()
     params = dict(params or {})
@@ -149,7 +151,7 @@ def simulate(g: EvalGraph, strategy: str, batch_size=1000, per_host_cap=100,
         chosen = generate_select(cand, min(batch_size, limit - n_fetched), per_host_cap)
         batch = chosen.column("node").to_numpy()
         if within_round == "hosts":
-            batch = batch[round_fetch_order(chosen.column("host"))]
+            batch = batch[round_fetch_order(chosen.column("host"), host_seconds)]
         fetched[batch] = True
         fetch_order.append(batch[g.fetchable[batch]])
         n_fetched += len(batch)
@@ -188,15 +190,26 @@ def simulate(g: EvalGraph, strategy: str, batch_size=1000, per_host_cap=100,
     return CrawlResult(strategy, order, step, time.time() - t0, info)
 
 
-def round_fetch_order(hosts) -> np.ndarray:
+def round_fetch_order(hosts, host_seconds=None) -> np.ndarray:
     """Positions of a fetch list (in generate's order) in the order a round fetches them:
     hosts run concurrently, each through its own URLs in list order, so a URL's time is
-    its rank within its host (hosts at equal pace: delay 0, similar pages); ties keep the
-    list's order."""
-    codes = pc.dictionary_encode(pa.chunked_array([hosts]) if isinstance(hosts, pa.Array)
-                                 else hosts).combine_chunks().indices
-    codes = codes.fill_null(-1).to_numpy(zero_copy_only=False)
-    return np.argsort(rank_within_group(codes), kind="stable")
+    its rank within its host times the host's seconds per fetch (`host_seconds`, default:
+    every host at the same pace); ties keep the list's order."""
+    hosts = pa.chunked_array([hosts]) if isinstance(hosts, pa.Array) else hosts
+    codes = pc.dictionary_encode(hosts).combine_chunks()
+    rank = rank_within_group(codes.indices.fill_null(-1).to_numpy(zero_copy_only=False))
+    if not host_seconds:
+        return np.argsort(rank, kind="stable")
+    usual = min(host_seconds.values())        # a host not named goes at the usual pace
+    pace = np.array([host_seconds.get(h, usual) for h in codes.dictionary.to_pylist()] or [usual])
+    when = rank * pace[codes.indices.fill_null(0).to_numpy(zero_copy_only=False)]
+    return np.argsort(when, kind="stable")
+
+
+def host_pace(crawl_delays: dict, delay_per_host: float, fetch_seconds: float) -> dict:
+    """{host: seconds per fetch} for the replay: a host is fetched at most once per
+    max(--delay_per_host, its robots Crawl-delay), and no faster than one fetch takes."""
+    return {h: max(delay_per_host, d or 0.0, fetch_seconds) for h, d in crawl_delays.items()}
 
 
 def evaluate(g: EvalGraph, strategies=DEFAULT_STRATEGIES, hot_fraction=0.1, log=print,

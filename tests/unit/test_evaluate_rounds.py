@@ -15,6 +15,18 @@ def test_a_round_fetches_the_kth_url_of_every_host_before_any_hosts_next():
     assert ev.round_fetch_order(hosts).tolist() == [0, 3, 4, 1, 5, 2]
 
 
+def test_a_host_with_a_crawl_delay_falls_behind_the_others_inside_a_round():
+    hosts = pa.array(["a", "a", "a", "b", "b", "b"])
+    pace = ev.host_pace({"a": 0.1, "b": None}, delay_per_host=0.0, fetch_seconds=0.01)
+    assert pace == {"a": 0.1, "b": 0.01}
+    # a: t = 0, 0.1, 0.2; b: t = 0, 0.01, 0.02 -> b's second and third go before a's second
+    assert ev.round_fetch_order(hosts, pace).tolist() == [0, 3, 4, 5, 1, 2]
+    # --delay_per_host above the crawl delay sets both paces
+    assert ev.host_pace({"a": 0.1, "b": None}, 0.5, 0.01) == {"a": 0.5, "b": 0.5}
+    # a host the pace does not name goes at the usual (fastest) pace
+    assert ev.round_fetch_order(pa.array(["a", "c", "c"]), {"a": 0.1, "b": 0.01}).tolist() == [0, 1, 2]
+
+
 def test_scores_apart_only_by_float_noise_tie_and_the_fingerprint_decides():
     noisy = 0.012337723200744222
     t = pa.table({"fp": pa.array([5, 3], pa.int64()), "host": ["h", "h"],
