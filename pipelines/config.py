@@ -5,7 +5,8 @@ flat dict of validated values. `RoundConfig.build` turns them into the typed obj
 step takes, so a step receives the part it needs and never a raw dict:
 
     generate     GenerateConfig   (transforms.generate)
-    fetch        FetchConfig      (transforms.fetch.records) + fetch_threads, sitemaps
+    fetch        FetchConfig      (transforms.fetch.records) + fetch_threads, sitemaps,
+                 progress_seconds
     scope        UrlFilter        (transforms.urls.scope)
     page         PageConfig       (transforms.page.fate)
     contentseen  ContentSeenConfig
@@ -181,6 +182,7 @@ class RoundConfig:
     score: ScoreConfig
     refusals: tuple = ()        # sorted (key, signature) pairs; see `signatures`
     warc_max_bytes: int | None = None   # WARC files rotate at this size; None: no WARC
+    progress_seconds: float = 0.0       # fetch progress line period; 0: none
 
     @property
     def signatures(self) -> dict:
@@ -221,4 +223,5 @@ class RoundConfig:
                               int(s["pagerank_iterations"])),
             refusals=tuple(sorted(sigs.items())),
             warc_max_bytes=int(s.get("warc_max_bytes") or 1_000_000_000) if warc else None,
+            progress_seconds=float(s.get("progress_seconds") or 0.0),
         )

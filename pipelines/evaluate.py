@@ -39,15 +39,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipelines.evalgraph import EvalGraph, build_graph, generated_graph, load_graph  # noqa: F401  (the graphs)
 from pipelines.evalmetrics import PERCENTS, auc_to, curves, relative_auc  # noqa: F401
+from pipelines.withinround import host_pace, round_fetch_order  # noqa: F401 (re-exported)
 from strategies.graph import CrawlGraph, l1, unique
 from strategies.opic import opic_distribute, opic_init
 from strategies.ordering import ORDERINGS, get_ordering
-from transforms.generate.select import rank_within_group, select as generate_select
+from transforms.generate.select import select as generate_select
 
 DEFAULT_STRATEGIES = ("omniscient", "opic", "larger_sites_first", "partial_pagerank", "bfs",
                       "backlinks", "url_importance", "preference", "random")
@@ -188,28 +188,6 @@ def simulate(g: EvalGraph, strategy: str, batch_size=1000, per_host_cap=100,
     if opic is not None:
         info["opic_cash_total"] = opic.cash.sum() + opic.virtual_cash
     return CrawlResult(strategy, order, step, time.time() - t0, info)
-
-
-def round_fetch_order(hosts, host_seconds=None) -> np.ndarray:
-    """Positions of a fetch list (in generate's order) in the order a round fetches them:
-    hosts run concurrently, each through its own URLs in list order, so a URL's time is
-    its rank within its host times the host's seconds per fetch (`host_seconds`, default:
-    every host at the same pace); ties keep the list's order."""
-    hosts = pa.chunked_array([hosts]) if isinstance(hosts, pa.Array) else hosts
-    codes = pc.dictionary_encode(hosts).combine_chunks()
-    rank = rank_within_group(codes.indices.fill_null(-1).to_numpy(zero_copy_only=False))
-    if not host_seconds:
-        return np.argsort(rank, kind="stable")
-    usual = min(host_seconds.values())        # a host not named goes at the usual pace
-    pace = np.array([host_seconds.get(h, usual) for h in codes.dictionary.to_pylist()] or [usual])
-    when = rank * pace[codes.indices.fill_null(0).to_numpy(zero_copy_only=False)]
-    return np.argsort(when, kind="stable")
-
-
-def host_pace(crawl_delays: dict, delay_per_host: float, fetch_seconds: float) -> dict:
-    """{host: seconds per fetch} for the replay: a host is fetched at most once per
-    max(--delay_per_host, its robots Crawl-delay), and no faster than one fetch takes."""
-    return {h: max(delay_per_host, d or 0.0, fetch_seconds) for h, d in crawl_delays.items()}
 
 
 def evaluate(g: EvalGraph, strategies=DEFAULT_STRATEGIES, hot_fraction=0.1, log=print,

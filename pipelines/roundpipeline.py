@@ -124,7 +124,7 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True):
                                                        gen.max_depth)
         # Fetch: one element per host, each host sequentially with its delay
         fetched = {"fetch_list": fetch_list, "hosts": hosts} | "Fetch" >> Fetch(
-            cfg.fetch, cfg.fetch_threads, cfg.sitemaps, cfg.scope)
+            cfg.fetch, cfg.fetch_threads, cfg.sitemaps, cfg.scope, cfg.progress_seconds)
         # Page: each fetched page's fate (visited row, links, filtered, stored body)
         paged = ({"pages": fetched["pages"], "bundles": fetched["sitemaps"], "results": fetched["results"]}
                  | "ProcessPages" >> ProcessPages(cfg.page))

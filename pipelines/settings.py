@@ -163,6 +163,9 @@ ROUND_SETTINGS = {s.name: s for s in [
     S("retry_backoff", float, 60.0, "fetching", "Seconds before the first retry; the k-th waits "
       "this × 2^k.", at_least(0, " s")),
     S("fetch_threads", int, 32, "fetching", "Hosts fetched concurrently per worker.", at_least(1)),
+    S("progress_seconds", float, 5.0, "fetching", "While a round fetches, a progress line on "
+      "stderr every this many seconds (a live bar where stderr is a terminal); 0 = none.",
+      at_least(0, " s")),
     S("allow_loopback", parse_bool, False, "fetching", "Allow connecting to 127.0.0.0/8 and ::1 "
       "(tests, local use); private, link-local and metadata addresses stay refused."),
     S("deny_addresses", str, "", "fetching", "Comma-separated CIDR ranges never to connect to, "

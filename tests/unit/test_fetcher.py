@@ -400,10 +400,10 @@ def test_fetch_hosts_one_host_exception_does_not_lose_others(monkeypatch):
 
         real_host = HostFetcher.fetch_host
 
-        def explode(self, host, reqs, state):
+        def explode(self, host, reqs, state, observe=None):
             if host.startswith("h2.test"):
                 raise MemoryError("worse")
-            return real_host(self, host, reqs, state)
+            return real_host(self, host, reqs, state, observe)
 
         monkeypatch.setattr(HostFetcher, "_fetch_page", flaky)
         monkeypatch.setattr(HostFetcher, "fetch_host", explode)

@@ -77,6 +77,21 @@ class _Round:
         self.slow_down = 0.0                     # gap a honoured Retry-After asked for
 
 
+class _Observed(list):
+    """A result list that shows each result to `observe` as it is appended."""
+
+    def __init__(self, observe):
+        super().__init__()
+        self.observe = observe
+
+    def append(self, result):
+        super().append(result)
+        try:
+            self.observe(result)
+        except Exception:   # noqa: BLE001 - a progress meter must never fail a fetch
+            log.debug("fetch progress observer failed", exc_info=True)
+
+
 class HostFetcher(RobotsFetching):
     """Fetches the URLs of one host at a time; see `fetch_host`.
 
@@ -275,14 +290,16 @@ class HostFetcher(RobotsFetching):
     # -- the host
 
     def fetch_host(self, host: str, requests: list[FetchRequest],
-                   state: HostState | None) -> tuple[list[FetchResult], HostState]:
+                   state: HostState | None, observe: Callable | None = None
+                   ) -> tuple[list[FetchResult], HostState]:
         """Fetch `requests` (all of one host) in order; results are in the same order.
 
         Never raises for a request's failure: an unexpected exception turns this and the
-        remaining URLs into TRANSIENT 'internal_error: ...' results.
+        remaining URLs into TRANSIENT 'internal_error: ...' results. `observe(result)` is
+        called as each result is recorded (the progress meter).
         """
         state = dataclasses.replace(state, sitemaps=list(state.sitemaps or [])) if state else HostState(host)
-        results: list[FetchResult] = []
+        results: list[FetchResult] = _Observed(observe) if observe else []
         try:
             self._fetch_all(requests, state, results)
         except Exception as e:  # noqa: BLE001 - a bug must not lose the host's other results

@@ -41,14 +41,18 @@ def sitemap_bundle(host, rows, old_row, new_row):
             "source": tables.SOURCE_SITEMAP_FILE, "redirects": 0, "dst": urls, "anchor": [""] * len(urls)}
 
 
-def fetch_one_host(fetcher_factory, host, rows, state_row):
-    """Fetch one host's rows; never raises: an internal error becomes transient results."""
+def fetch_one_host(fetcher_factory, host, rows, state_row, progress=None):
+    """Fetch one host's rows; never raises: an internal error becomes transient results.
+    `progress`: a progress.FetchProgress told of the host and of each result."""
     state = fetcher_mod.HostState.from_row(state_row, host)
     requests = [fetcher_mod.FetchRequest(url=r["url"], fp=r["fp"]) for r in rows]
     by_fp = {r["fp"]: r for r in rows}
+    if progress is not None:
+        progress.host_started()
     f = fetcher_factory()
     try:
-        results, state = f.fetch_host(host, requests, state)
+        results, state = f.fetch_host(host, requests, state,
+                                      progress.page if progress is not None else None)
     except Exception as e:  # a bug or a hostile server must not lose the host's URLs
         now = time.time()
         reason = f"internal_error: {type(e).__name__}: {e}"[:500]
@@ -57,6 +61,8 @@ def fetch_one_host(fetcher_factory, host, rows, state_row):
             outcome=fetcher_mod.TRANSIENT, reason=reason) for r in rows]
         traceback.print_exc()
     finally:
+        if progress is not None:
+            progress.host_finished()
         try:
             f.close()
         except Exception:

@@ -7,9 +7,14 @@ politeness delay; concurrency comes only from fetching many hosts at the same ti
 Finished hosts are emitted as soon as they are done (on later `process` calls and in
 `finish_bundle`), so one slow host never holds back the output of the others and memory
 holds only the hosts in flight.
+
+While a bundle fetches, a progress line goes to stderr every `progress_seconds` (a bar on a
+terminal; progress.py), and each page counts into Beam metrics (namespace `fetch`: pages,
+bytes, errors, hosts, and the distribution of fetch milliseconds) for an engine's UI.
 """
 
 import concurrent.futures as cf
+import sys
 import time
 
 import apache_beam as beam
@@ -21,6 +26,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import tables
 from transforms.fetch.hostjob import FetcherFactory, fetch_one_host
+from transforms.fetch.progress import ERROR_OUTCOMES, FetchProgress, ProgressReporter
 from transforms.tableio.step import RowsToTables
 
 
@@ -28,21 +34,37 @@ class FetchHosts(beam.DoFn):
     """(host, {"urls": [table], "state": [row]}) -> page dicts; host rows on tag `hosts`,
     sitemaps to queue on tag `sitemaps`."""
 
-    def __init__(self, config, threads=32, sitemaps=True):
+    def __init__(self, config, threads=32, sitemaps=True, progress_seconds=0.0):
         self.config = config
         self.threads = max(1, int(threads))
         self.sitemaps = sitemaps
+        self.progress_seconds = float(progress_seconds or 0)
 
     def setup(self):
         self._pool = cf.ThreadPoolExecutor(self.threads, thread_name_prefix="fetch")
         self._factory = FetcherFactory(self.config)
+        m = beam.metrics.Metrics
+        self._pages, self._bytes = m.counter("fetch", "pages"), m.counter("fetch", "bytes")
+        self._errors, self._hosts = m.counter("fetch", "errors"), m.counter("fetch", "hosts")
+        self._ms = m.distribution("fetch", "fetch_ms")
 
     def start_bundle(self):
         self._pending = set()
         self._started = None
+        self._progress = self._reporter = None
+
+    def _count(self, pages):
+        self._hosts.inc()
+        self._pages.inc(len(pages))
+        self._bytes.inc(sum(len(p["body"]) for p in pages if p.get("body")))
+        self._errors.inc(sum(p.get("outcome") in ERROR_OUTCOMES for p in pages))
+        for p in pages:
+            if p.get("elapsed_ms") is not None:
+                self._ms.update(int(p["elapsed_ms"]))
 
     def _emit(self, fut, windowed):
         pages, host_row, sitemaps = fut.result()
+        self._count(pages)
         wrap = (lambda v: WindowedValue(v, MIN_TIMESTAMP, [GlobalWindow()])) if windowed else (lambda v: v)
         for p in pages:
             yield wrap(p)
@@ -50,7 +72,15 @@ class FetchHosts(beam.DoFn):
         if sitemaps and self.sitemaps:
             yield beam.pvalue.TaggedOutput("sitemaps", wrap(sitemaps))
 
-    def process(self, element):
+    def _start_progress(self, planned):
+        self._progress = FetchProgress()
+        self._progress.planned = int(planned or 0)
+        if self.progress_seconds > 0:
+            tty = hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
+            self._reporter = ProgressReporter(self._progress, self.progress_seconds,
+                                              sys.stderr, bar=tty).start()
+
+    def process(self, element, planned=0):
         host, joined = element
         rows = []
         for t in joined.get("urls", []):
@@ -59,9 +89,11 @@ class FetchHosts(beam.DoFn):
             return
         if self._started is None:
             self._started = time.perf_counter()
+            self._start_progress(planned)
         states = list(joined.get("state", []))
         state_row = states[0] if states else None
-        self._pending.add(self._pool.submit(fetch_one_host, self._factory, host, rows, state_row))
+        self._pending.add(self._pool.submit(fetch_one_host, self._factory, host, rows, state_row,
+                                            self._progress))
         # backpressure: keep at most 2x threads hosts in flight; emit whatever is done
         block = len(self._pending) >= 2 * self.threads
         done, self._pending = cf.wait(self._pending, timeout=None if block else 0,
@@ -73,6 +105,9 @@ class FetchHosts(beam.DoFn):
         for fut in cf.as_completed(list(self._pending)):
             yield from self._emit(fut, windowed=True)
         self._pending = set()
+        if self._reporter is not None:
+            self._reporter.stop()
+            self._reporter = None
         if self._started is not None:  # wall time this bundle spent fetching (for the time split)
             yield beam.pvalue.TaggedOutput("stats", WindowedValue(
                 {"seconds_fetch": time.perf_counter() - self._started}, MIN_TIMESTAMP, [GlobalWindow()]))
@@ -138,9 +173,9 @@ class Fetch(beam.PTransform):
       stats     counter dicts (fetch seconds)
     """
 
-    def __init__(self, fetch_config, threads, use_sitemaps, url_filter):
+    def __init__(self, fetch_config, threads, use_sitemaps, url_filter, progress_seconds=0.0):
         super().__init__()
-        self.fetch_hosts = FetchHosts(fetch_config, threads, use_sitemaps)
+        self.fetch_hosts = FetchHosts(fetch_config, threads, use_sitemaps, progress_seconds)
         self.url_filter = url_filter
 
     def expand(self, inputs):
@@ -153,10 +188,15 @@ class Fetch(beam.PTransform):
         selected = beam.pvalue.AsList(fetch_list | "SelectedHosts" >> beam.Keys())
         host_state = hosts | "SelectedHostState" >> beam.FlatMap(_host_rows, selected)
         other_hosts = hosts | "UnselectedHosts" >> beam.Map(_other_hosts, selected)
+        # the progress line's "planned": the whole fetch list's URLs
+        planned = beam.pvalue.AsSingleton(
+            fetch_list | "PlannedUrls" >> beam.Map(lambda kv: kv[1].num_rows)
+            | "CountPlanned" >> beam.CombineGlobally(sum))
         pages, fetched_hosts, sitemap_files, fetch_stats = (
             {"urls": fetch_list, "state": host_state}
             | "JoinHostState" >> beam.CoGroupByKey()
-            | "Fetch" >> beam.ParDo(self.fetch_hosts).with_outputs("hosts", "sitemaps", "stats", main="pages"))
+            | "Fetch" >> beam.ParDo(self.fetch_hosts, planned=planned)
+            .with_outputs("hosts", "sitemaps", "stats", main="pages"))
         return {
             "pages": pages,
             "hosts": ((fetched_hosts | "FetchedHostTables" >> RowsToTables(tables.HOSTS),
