@@ -111,7 +111,7 @@ def fetch_config(s) -> FetchConfig:
             max_redirects=int(s["max_redirects"]), max_crawl_delay=float(s["max_crawl_delay"]),
             robots_ttl=float(s["robots_ttl"]), obey_robots=bool(s["obey_robots"]),
             allow_loopback=bool(s["allow_loopback"]), deny_addresses=csv(s["deny_addresses"]),
-            resolve=resolve_entries(s))
+            resolve=resolve_entries(s), conns_per_host=int(s["conns_per_host"]))
     except ConfigError:
         raise
     except ValueError as e:   # FetchConfig checks the user agent and the CIDRs

@@ -162,6 +162,9 @@ ROUND_SETTINGS = {s.name: s for s in [
       "many times, then recorded as failed.", at_least(0)),
     S("retry_backoff", float, 60.0, "fetching", "Seconds before the first retry; the k-th waits "
       "this × 2^k.", at_least(0, " s")),
+    S("conns_per_host", int, 1, "politeness", "Connections to one host at once (up to 8, for "
+      "one's own sites); each keeps --delay_per_host between its requests; a robots "
+      "Crawl-delay or a Retry-After forces 1.", between(1, 8)),
     S("fetch_threads", int, 32, "fetching", "Hosts fetched concurrently per worker.", at_least(1)),
     S("progress_seconds", float, 5.0, "fetching", "While a round fetches, a progress line on "
       "stderr every this many seconds (a live bar where stderr is a terminal); 0 = none.",

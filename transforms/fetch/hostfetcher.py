@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import time
 from typing import Callable
 from urllib.parse import urljoin
@@ -58,6 +59,7 @@ from transforms.fetch.records import (
     HostState,
 )
 from transforms.fetch.robotsfetch import RobotsFetching
+from transforms.fetch.slots import fetch_in_slots
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +77,8 @@ class _Round:
         self.robots_block: str | None = None     # reason every remaining URL waits
         self.paused_for: float | None = None     # Retry-After beyond the cap
         self.slow_down = 0.0                     # gap a honoured Retry-After asked for
+        self.robots_done = False                 # robots.txt consulted (or not obeyed)
+        self.lock = threading.Lock()             # connection slots share this round
 
 
 class _Observed(list):
@@ -217,17 +221,18 @@ class HostFetcher(RobotsFetching):
         end = self.clock()
         if isinstance(out, Failure) and not out.network:
             return
-        state.fetches += 1
-        state.last_fetch_time = end
-        rnd.last_end = end
-        if failure_reason is not None:
-            state.errors += 1
-            state.consecutive_failures += 1
-            state.last_error = failure_reason
-            rnd.failures += 1
-        else:
-            state.consecutive_failures = 0
-            rnd.failures = 0
+        rnd.last_end = end                       # this connection slot's politeness clock
+        with rnd.lock:
+            state.fetches += 1
+            state.last_fetch_time = max(end, state.last_fetch_time or end)
+            if failure_reason is not None:
+                state.errors += 1
+                state.consecutive_failures += 1
+                state.last_error = failure_reason
+                rnd.failures += 1
+            else:
+                state.consecutive_failures = 0
+                rnd.failures = 0
 
     # -- robots
 
@@ -315,47 +320,54 @@ class HostFetcher(RobotsFetching):
         last = state.last_fetch_time
         # a last fetch "in the future" (clock skew between workers) must not stall the host
         rnd = _Round(None if last is None else min(last, start))
-        robots_done = not cfg.obey_robots
-        for req in reqs:
-            if cfg.host_budget is not None and self.clock() - start > cfg.host_budget:
-                results.append(self._no_request(req, TRANSIENT, "host_budget"))
-                continue
-            if rnd.paused_for is not None:
-                results.append(self._no_request(req, TRANSIENT, "host_paused", rnd.paused_for))
-                continue
-            if rnd.failures >= cfg.max_consecutive_failures:
-                results.append(self._no_request(req, TRANSIENT, "host_parked"))
-                continue
-            try:
-                _scheme, hostname, port = origin_port(req.url)
-            except ValueError:
-                results.append(self._no_request(req, HTTP_ERROR, "bad_url"))
-                continue
-            try:
-                state.address = self._dial(hostname, port)
-            except ForbiddenAddressError as e:
-                state.address = e.addr
-                results.append(self._no_request(req, FORBIDDEN_ADDRESS, e.reason))
-                continue
-            except ResolveError:
-                results.append(self._no_request(req, TRANSIENT, "dns"))
-                continue
-            if not robots_done:
-                robots_done = True
-                self._robots(req.url, state, rnd)
-            if rnd.robots_block is not None:
-                results.append(self._no_request(req, TRANSIENT, rnd.robots_block))
-                continue
-            if rnd.policy is not None and not rnd.policy.allowed(req.url, cfg.user_agent):
-                results.append(self._no_request(req, ROBOTS_DENIED, "robots_txt"))
-                continue
-            res = self._fetch_page(req, state, rnd)
+        rnd.robots_done = not cfg.obey_robots
+        for i, req in enumerate(reqs):
+            results.append(self._fetch_one(req, state, rnd, start))
+            if (cfg.conns_per_host > 1 and i + 1 < len(reqs) and rnd.robots_done
+                    and not rnd.crawl_delay and not rnd.slow_down):
+                # robots.txt is known and asks no Crawl-delay: the rest over parallel slots
+                fetch_in_slots(self, reqs[i + 1:], state, rnd, start, results)
+                return
+
+    def slot_fetcher(self) -> "HostFetcher":
+        """Another connection to the same host (--conns_per_host): its own session."""
+        return HostFetcher(self.config, self.clock, self.sleep, self.resolver)
+
+    def _fetch_one(self, req: FetchRequest, state: HostState, rnd, start: float) -> FetchResult:
+        """One URL of the host: the round's pauses and parking, address guard, robots.txt
+        (fetched on the first URL that gets that far), then the request itself."""
+        cfg = self.config
+        if cfg.host_budget is not None and self.clock() - start > cfg.host_budget:
+            return self._no_request(req, TRANSIENT, "host_budget")
+        if rnd.paused_for is not None:
+            return self._no_request(req, TRANSIENT, "host_paused", rnd.paused_for)
+        if rnd.failures >= cfg.max_consecutive_failures:
+            return self._no_request(req, TRANSIENT, "host_parked")
+        try:
+            _scheme, hostname, port = origin_port(req.url)
+        except ValueError:
+            return self._no_request(req, HTTP_ERROR, "bad_url")
+        try:
+            state.address = self._dial(hostname, port)
+        except ForbiddenAddressError as e:
+            state.address = e.addr
+            return self._no_request(req, FORBIDDEN_ADDRESS, e.reason)
+        except ResolveError:
+            return self._no_request(req, TRANSIENT, "dns")
+        if not rnd.robots_done:
+            rnd.robots_done = True
+            self._robots(req.url, state, rnd)
+        if rnd.robots_block is not None:
+            return self._no_request(req, TRANSIENT, rnd.robots_block)
+        if rnd.policy is not None and not rnd.policy.allowed(req.url, cfg.user_agent):
+            return self._no_request(req, ROBOTS_DENIED, "robots_txt")
+        res = self._fetch_page(req, state, rnd)
+        if res.reason == "retry_after":
+            if res.retry_after <= cfg.retry_after_cap:
+                rnd.not_before = self.clock() + res.retry_after
+                # the server said we were too fast: not that fast again this round
+                rnd.slow_down = max(rnd.slow_down, min(res.retry_after, cfg.max_crawl_delay))
+                res = self._fetch_page(req, state, rnd)   # once, after the pause
             if res.reason == "retry_after":
-                if res.retry_after <= cfg.retry_after_cap:
-                    rnd.not_before = self.clock() + res.retry_after
-                    # the server said we were too fast: not that fast again this round
-                    rnd.slow_down = max(rnd.slow_down, min(res.retry_after, cfg.max_crawl_delay))
-                    res = self._fetch_page(req, state, rnd)   # once, after the pause
-                if res.reason == "retry_after":
-                    rnd.paused_for = res.retry_after
-            results.append(res)
+                rnd.paused_for = res.retry_after
+        return res

@@ -21,6 +21,7 @@ Defaults (`FetchConfig`), in line with Nutch / StormCrawler / Heritrix:
 | resolve                   | ()           | (host, port, address) overrides consulted before DNS (`--resolve`, `--resolve_file`) |
 | ca_bundle                 | None         | CA bundle file for TLS verification (None: certifi's bundle)    |
 | host_budget               | None         | seconds one host may take in a round; after it no new request starts (remaining URLs TRANSIENT 'host_budget'); None = no limit |
+| conns_per_host            | 1            | connections to one host at once, each keeping delay_per_host between its requests; a robots Crawl-delay or a Retry-After forces 1 (`slots.py`) |
 | keep_http                 | False        | results carry the exchange as sent and received (`exchange.http_exchange`) for the WARC |
 """
 
@@ -61,6 +62,7 @@ class FetchConfig:
     ca_bundle: str | None = None
     host_budget: float | None = None
     keep_http: bool = False      # keep each exchange as sent/received for the WARC (exchange.py)
+    conns_per_host: int = 1      # connection slots per host (slots.py); Crawl-delay forces 1
 
     def __post_init__(self):
         robotsmod.product_token(self.user_agent)          # fail early on a bad UA
