@@ -6,10 +6,11 @@
 Two sources, both cheap on a large crawl:
 - each committed round's report.json (a few kB each): rounds, growth, the five page sets,
   pages/s, duplicates and refusals as the round counted them;
-- the crawl's tables as of the last round, read one file at a time and only the columns a
-  figure needs (visited: status, outcome, content type, host, depth, bytes; frontier: depth;
-  filtered: reason; near_duplicates: cluster), aggregated with pyarrow.compute, so memory
-  holds one file's few columns, never a whole table.
+- the crawl's tables as of the last round (the files its manifests list), read one row
+  group at a time and only the columns a figure needs (visited: status, outcome, content
+  type, host, depth, bytes; frontier: depth, host; filtered: reason; near_duplicates:
+  cluster), aggregated with pyarrow.compute, so memory holds one row group's few columns,
+  never a whole table.
 
 Optional report.json fields (later rounds may add some, older rounds lack some) are read
 with defaults: a missing field is 0, never an error.
@@ -20,10 +21,12 @@ import collections
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
 
 from pipelines.crawldir import CrawlStateError
 from schemas import tables
-from transforms.tableio.files import read_view
+from transforms.tableio.files import read_row_group
 
 TOP = 10
 NONE = "none"          # a null value (no HTTP response, no content type)
@@ -48,21 +51,26 @@ def _files_of(crawl, table, upto):
 
 
 def _scan(crawl, table, upto, columns):
-    """Yield the table's view as of round `upto`, one file at a time, `columns` only."""
+    """Yield the table's view as of round `upto`, one row group at a time, `columns` only
+    (Parquet reads just those column chunks: memory holds one row group's few columns)."""
     schema = tables.TABLES[table]
     for path in _files_of(crawl, table, upto):
         try:
-            yield read_view([path], schema, columns)
+            with FileSystems.open(path) as f:
+                groups = pq.ParquetFile(f).num_row_groups
+            for i in range(groups):
+                yield read_row_group(path, i, schema, columns)
         except Exception as e:
             raise CrawlStateError(f"{path}: cannot read this Parquet file of table {table!r} "
-                                  f"({type(e).__name__}: {e}). Restore it from a backup.") from e
+                                  f"({type(e).__name__}: {e}). Restore it from a backup, or delete "
+                                  "the round folder and its later rounds to resume from the round "
+                                  "before.") from e
 
 
-def round_rows(crawl, rounds):
+def round_rows(reports):
     """One dict per committed round from its report.json: the growth and speed series."""
     out = []
-    for n in rounds:
-        r = crawl.read_report(n)
+    for n, r in reports:
         sets = r.get("page_sets") or {}
         stats = r.get("stats") or {}
         seen = r.get("content_seen") or {}
@@ -197,14 +205,14 @@ def crawl_summary(crawl, upto=None, top=TOP):
         raise CrawlStateError(f"{crawl.path} has no committed round {upto}; committed rounds: "
                               f"{rounds[0]}..{rounds[-1]}")
     last = rounds[-1]
-    per_round = round_rows(crawl, rounds)
-    reports_last = crawl.read_report(last)
+    reports = [crawl.read_report(n) for n in rounds]
+    per_round = round_rows(zip(rounds, reports))
+    reports_last = reports[-1]
     fetch_rounds = [r for r in per_round if r["fetched"] or r["visited"]]
     wall = sum(r["wall_seconds"] for r in fetch_rounds)
     visited = visited_figures(crawl, last, top)
     frontier = frontier_figures(crawl, last)
     near = near_figures(crawl, last)
-    reports = [crawl.read_report(n) for n in rounds]
     return {
         "crawl_dir": crawl.path,
         "schema_version": config.get("schema_version"),
