@@ -122,6 +122,22 @@ def plot_depth(s):
     return fig
 
 
+def plot_ordering(s):
+    rows = s.get("ordering") or []
+    if not rows:
+        return None
+    fig, ax = _figure()
+    x = [r["round"] for r in rows]
+    ax.plot(x, [r["pr_share"] for r in rows], "o-", label="true PageRank fetched so far")
+    ax.plot(x, [r["relative_auc"] for r in rows], "s--", label="relative AUC (1.0 = perfect order)")
+    ax.set_xticks(x)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("round")
+    ax.legend(fontsize=8)
+    ax.set_title("Ordering against the ground truth")
+    return fig
+
+
 def sections(s):
     """[(id, title, figure or None, table headers, table rows)] in page order."""
     per_round = s["per_round"]
@@ -130,6 +146,10 @@ def sections(s):
         ctypes["(other)"] = s["content_types_other"]
     depth_keys = sorted(set(s["depth"]["visited"]) | set(s["depth"]["frontier"]),
                         key=lambda k: (k == NONE, int(k) if k != NONE else 0))
+    ordering = [("ordering", "Ordering against the ground truth", plot_ordering(s),
+                 ["round", "fetched", "PageRank share", "relative AUC"],
+                 [(r["round"], r["fetched"], r["pr_share"], r["relative_auc"]) for r in s["ordering"]])
+                ] if s.get("ordering") else []
     return [
         ("growth", "Growth per round", plot_growth(s),
          ["round", "visited", "new URLs", "frontier", "downloaded"],
@@ -159,7 +179,7 @@ def sections(s):
         ("filtered", "Filtered URLs by reason", _counts_plot(
             "Filtered URLs by reason", s["filtered_by_reason"], True, COLOURS["knowable"]),
          ["reason", "URLs"], list(s["filtered_by_reason"].items())),
-    ]
+    ] + ordering
 
 
 def _table_html(sid, headers, rows):

@@ -179,8 +179,13 @@ def test_per_round_report_and_ground_truth_still_work(crawl, simweb_small, tmp_p
     s = whole(crawl, "--ground_truth", truth)
     assert s["page_sets"]["unknowable"] > 0
     assert [o["round"] for o in s["ordering"]] == [1, 2, 3]
-    status, out, _ = run(["--crawl_dir", crawl, "--ground_truth", truth])
+    status, out, _ = run(["--crawl_dir", crawl, "--ground_truth", truth, "--html", tmp_path / "r.html"])
     assert "ordering vs ground truth" in out
+    page = _Page()
+    page.feed((tmp_path / "r.html").read_text(encoding="utf-8"))
+    assert page.images[-1][0] == "Ordering against the ground truth"
+    assert [[float(x) for x in r] for r in page.tables["table-ordering"][1:]] == \
+        [[o["round"], o["fetched"], o["pr_share"], o["relative_auc"]] for o in s["ordering"]]
 
 
 def test_reports_missing_optional_fields_still_read(crawl, tmp_path):
