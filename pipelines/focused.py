@@ -134,6 +134,8 @@ def stop_reason(report) -> str | None:
     h = report.get("harvest")
     if not h or h.get("mode") != "vertical" or not h.get("visited"):
         return None
+    if h["running_visited"] == h["visited"]:   # the first round fetches seeds, not choices
+        return None
     if h["rate"] < float(h.get("floor") or 0.0):
         return (f"vertical crawl stops: round {report['round']}'s harvest rate {h['rate']:.3f} "
                 f"is below --harvest_floor {h['floor']}")

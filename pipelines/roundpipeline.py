@@ -22,6 +22,7 @@ from transforms.fetch.step import Fetch
 from transforms.generate.select import due_mask
 from transforms.generate.step import Generate
 from transforms.page.step import ProcessPages
+from transforms.page.visited import harvest_stats
 from transforms.score.modes import LocalScore, scores_per_row, uses_beam_pagerank
 from transforms.score.step import BoundFrontier, ScoreByBeamPageRank, ScoreWholeFrontier
 from transforms.tableio.step import ReadTables, WriteStats, WriteTable, sum_dicts
@@ -138,6 +139,9 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True):
                             | "AllFilteredBundles" >> beam.Flatten())
         visited_fps = content["visited"] | "VisitedFps" >> beam.Map(lambda t: t.select(["fp"]))
         stats.extend([fetched["stats"], paged["stats"], content["stats"]])
+        if cfg.page.focus is not None:   # vertical: relevant pages of the round (the harvest)
+            stats.append(content["visited"] | "HarvestStats" >> beam.Map(
+                harvest_stats, cfg.page.focus.threshold))
         # small row groups: content-seen reads url/minhash of only the row groups with hits
         content["visited"] | "WriteVisited" >> WriteTable(out("visited"), tables.VISITED, VISITED_ROW_GROUP)
         content["pages"] | "WritePages" >> WriteTable(out("pages"), tables.PAGES)

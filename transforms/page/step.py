@@ -29,7 +29,6 @@ from transforms.page.focus import TOPIC_TERMS
 from transforms.page.visited import (
     TEXT_FOR_MINHASH,
     docfreq_table,
-    harvest_stats,
     retry_stats,
     visited_stats,
     visited_table,
@@ -164,9 +163,7 @@ class ProcessPages(beam.PTransform):
         stats = [visited | "VisitedStats" >> beam.Map(visited_stats),
                  processed.stats]
         docfreq = None
-        if self.config.focus is not None:   # vertical crawling: relevance counts and the DF delta
-            stats.append(visited | "HarvestStats" >> beam.Map(harvest_stats,
-                                                              self.config.focus.threshold))
+        if self.config.focus is not None:   # vertical crawling: the round's DF delta
             docfreq = (processed.visited
                        | "TopicTerms" >> beam.FlatMap(
                            lambda r: [r[TOPIC_TERMS]] if TOPIC_TERMS in r else [])

@@ -43,9 +43,11 @@ def visited_stats(table):
 
 
 def harvest_stats(table, threshold):
-    """Pages whose text was scored against the topic, and the relevant ones among them."""
+    """Pages whose text was scored against the topic, and the relevant ones among them
+    (outcome ok: an exact duplicate is a fetch that harvested nothing new)."""
     rel = table.column("relevance").to_numpy(zero_copy_only=False).astype(float)
-    scored = ~np.isnan(rel)
+    ok = np.asarray(table.column("outcome").to_numpy(zero_copy_only=False) == tables.OK)
+    scored = ~np.isnan(rel) & ok
     return {"topic_scored": int(scored.sum()),
             "topic_relevant": int((rel[scored] >= threshold).sum())}
 
