@@ -204,3 +204,27 @@ def test_topic_from_an_example_file(tmp_path):
     cfg = focused.focus_config({"strategy": "best_first", "topic_pages": str(p), "topic": "referee"},
                                None, ParseLimits(), None)
     assert cfg.topic.similarity("striker goal referee") > 0.3
+
+
+def test_a_round_weighs_the_topic_by_the_document_frequencies_of_earlier_rounds():
+    from pipelines.config import RoundConfig
+    from pipelines.settings import effective_round_settings
+    s = effective_round_settings({"strategy": "shark_search", "topic": "apple,banana"}, {})
+    cfg = RoundConfig.build(s, 3, 0.0)
+    assert cfg.score.ordering.topic_decay == 0.5 and cfg.page.focus.topic.docfreq.docs == 0
+
+    class Crawl:
+        def read_table(self, table, upto):
+            assert (table, upto) == ("docfreq", 2)
+            return pa.table({"term": pa.array([DOCS_BUCKET, *term_ids(["apple"])], pa.int64()),
+                             "df": pa.array([4, 4], pa.int64())})
+
+    weighed = focused.with_docfreq(cfg, Crawl(), 2)
+    t = weighed.page.focus.topic
+    assert t.docfreq.docs == 4
+    # apple is on every page so far: banana, rarer, counts for more than plain tf says
+    assert t.similarity("banana") > cfg.page.focus.topic.similarity("banana")
+    s2 = effective_round_settings({"strategy": "shark_search", "topic": "apple",
+                                   "topic_decay": 0.25, "strategy_params": "anchor_beta=0.6"}, {})
+    order = RoundConfig.build(s2, 1, 0.0).score.ordering
+    assert (order.topic_decay, order.anchor_beta) == (0.25, 0.6)
