@@ -33,8 +33,8 @@ def _csv(v):
 
 
 def _fetch_example(url, fetch, limits):
-    from transforms.fetch.records import FetchRequest, HostState
     from transforms.fetch.hostjob import FetcherFactory
+    from transforms.fetch.records import FetchRequest, HostState
     from transforms.urls.canonical import fingerprints, host_key, normalize
     canon = normalize(url)
     if not canon:
@@ -125,9 +125,9 @@ def summary_line(report) -> list:
     h = report.get("harvest")
     if not h:
         return []
-    return [f"  harvest: {h['relevant']}/{h['visited']} relevant = {h['rate']:.3f} this round, "
+    return [(f"  harvest: {h['relevant']}/{h['visited']} relevant = {h['rate']:.3f} this round, "
             f"running {h['running_relevant']}/{h['running_visited']} = {h['running_rate']:.3f} "
-            f"(relevance >= {h['threshold']})"]
+            f"(relevance >= {h['threshold']})")]
 
 
 def stop_reason(report) -> str | None:

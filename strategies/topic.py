@@ -56,7 +56,7 @@ class DocFreq:
     docs: int = 0
 
     @classmethod
-    def from_table(cls, table) -> "DocFreq":
+    def from_table(cls, table) -> DocFreq:
         """From a docfreq table (term, df; any number of rows per term: they are summed;
         the DOCS_BUCKET rows hold the document counts)."""
         if table is None or table.num_rows == 0:
@@ -95,11 +95,11 @@ class Topic:
     docfreq: DocFreq = DocFreq()
 
     @classmethod
-    def from_texts(cls, texts, docfreq: DocFreq | None = None) -> "Topic":
+    def from_texts(cls, texts, docfreq: DocFreq | None = None) -> Topic:
         ids, counts = term_counts(" ".join(t for t in texts if t))
         return cls(ids, counts, docfreq or DocFreq())
 
-    def with_docfreq(self, docfreq: DocFreq) -> "Topic":
+    def with_docfreq(self, docfreq: DocFreq) -> Topic:
         return Topic(self.terms, self.counts, docfreq)
 
     @property

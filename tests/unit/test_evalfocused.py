@@ -49,7 +49,7 @@ def test_shark_search_harvests_more_than_bfs_offline(tmp_path):
 
 
 def test_the_depth_bound_stops_irrelevant_chains_in_vertical_mode(tmp_path):
-    g, texts, anchors, labels = _graph(tmp_path)
+    g, texts, anchors, _ = _graph(tmp_path)
     topic = Topic.from_texts(["football", "goal"])
     order, _ = evalfocused.replay(g, texts, anchors, topic, "fish_search", max_pages=100,
                                   batch_size=4, depth_bound=0)

@@ -11,13 +11,21 @@ from pipelines import focused
 from schemas import tables
 from strategies.ordering import get_ordering
 from strategies.ordering.focused import child_depth_left
-from strategies.topic import DOCS_BUCKET, DocFreq, Topic, anchor_contexts, count_docs, term_ids, tokens
+from strategies.topic import (
+    DOCS_BUCKET,
+    DocFreq,
+    Topic,
+    anchor_contexts,
+    count_docs,
+    term_ids,
+    tokens,
+)
+from tests.unit.frontier_rows import frontier
 from transforms.page.fate import PageConfig, page_fate
 from transforms.page.focus import TOPIC_DEPTH, FocusConfig
 from transforms.score import buffer
 from transforms.urlseen.candidates import candidates_and_edges
 from transforms.urlseen.merge import merge_bucket
-from tests.unit.frontier_rows import frontier
 
 
 def test_tokens_are_lower_case_words_of_two_letters_not_numbers():
