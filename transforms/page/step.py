@@ -18,6 +18,7 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import tables
+from strategies.topic import DOCS_BUCKET
 from transforms.page.boilerplate import (
     BLOCKS_FOR_MINHASH,
     BlockCounts,
@@ -33,7 +34,6 @@ from transforms.page.visited import (
     visited_stats,
     visited_table,
 )
-from strategies.topic import DOCS_BUCKET
 from transforms.tableio.step import RowsToTables
 
 
@@ -160,8 +160,6 @@ class ProcessPages(beam.PTransform):
                        beam.pvalue.AsDict(template))
                    | "BatchVisited" >> beam.BatchElements(min_batch_size=1, max_batch_size=2000)
                    | "VisitedTables" >> beam.Map(visited_table))
-        stats = [visited | "VisitedStats" >> beam.Map(visited_stats),
-                 processed.stats]
         docfreq = None
         if self.config.focus is not None:   # vertical crawling: the round's DF delta
             docfreq = (processed.visited
@@ -178,7 +176,8 @@ class ProcessPages(beam.PTransform):
             "archive": processed.archive,
             "links": (processed.links, bundles.kept) | "AllLinks" >> beam.Flatten(),
             "filtered": (processed.filtered, bundles.filtered) | "AllFilteredLinks" >> beam.Flatten(),
-            "stats": ((*stats, results | "RetryStats" >> beam.Map(retry_stats))
+            "stats": ((visited | "VisitedStats" >> beam.Map(visited_stats),
+                       results | "RetryStats" >> beam.Map(retry_stats), processed.stats)
                       | "PageStats" >> beam.Flatten()),
             "docfreq": docfreq,
         }
