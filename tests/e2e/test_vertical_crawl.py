@@ -69,3 +69,16 @@ def test_vertical_mode_without_a_topic_is_refused(vertical_crawl, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: --mode vertical needs a topic")
     assert c.committed_rounds() == before
+
+
+def test_an_example_page_given_as_a_url_is_fetched_with_the_rounds_rules(simweb_small):
+    from pipelines.config import ConfigError, RoundConfig
+    from pipelines.settings import effective_round_settings
+    url = simweb_small.seeds[0]
+    s = effective_round_settings({"strategy": "best_first", "topic_pages": url, "allow_loopback": True,
+                                  "resolve_file": str(simweb_small.hostmap_file)}, {})
+    topic = RoundConfig.build(s, 1, 0.0).page.focus.topic
+    title = simweb_small.web.titles[0]          # the first seed is the first host's root
+    assert topic.similarity(title) > 0.2
+    with pytest.raises(ConfigError, match=r"--topic_pages http.*could not fetch it"):
+        RoundConfig.build(dict(s, allow_loopback=False), 1, 0.0)   # the address guard applies
