@@ -37,7 +37,7 @@ from schemas import tables
 from transforms.tableio.files import read_view
 
 SNAPSHOT_TABLES = ("frontier", "hosts", "opic")
-DELTA_TABLES = ("visited", "links", "pages", "filtered", "near_duplicates")
+DELTA_TABLES = ("visited", "links", "pages", "filtered", "near_duplicates", "docfreq")
 COMMITTED = "_COMMITTED"
 PRUNED = "_PRUNED"
 CRAWL_JSON = "crawl.json"

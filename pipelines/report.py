@@ -24,7 +24,7 @@ from pipelines import cli
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.config import settings_signatures
-from pipelines import crawlsummary, ordering_report
+from pipelines import crawlsummary, focused, ordering_report
 from pipelines.crawldir import CrawlDir, CrawlStateError
 from pipelines.settings import UsageError
 from transforms.contentseen.clusters import near_report
@@ -118,6 +118,8 @@ def round_report(crawl, round_no, prev, settings, started, ended, result=None):
         # fetch bundles; the rest: processing time), beside the round's wall time
         "time_split": {k[len("seconds_"):]: round(v, 3) for k, v in stats.items() if k.startswith("seconds_")},
         "stats": stats,
+        # vertical crawling: harvest rate this round and its running curve (pipelines/focused.py)
+        **({"harvest": h} if (h := focused.harvest(stats, prev_report, settings)) else {}),
     }
 
 
@@ -140,6 +142,7 @@ def summary(report):
                      f"{near['clusters']} clusters (largest {near['largest']}); most: " + ", ".join(
                          f"{h['host']} {h['pages']} ({(h['share'] or 0):.0%})" for h in near["hosts"][:3]))
     lines += ordering_report.summary_lines(report.get("ordering"))
+    lines += focused.summary_line(report)
     return "\n".join(lines + refusal_hints(report))
 
 

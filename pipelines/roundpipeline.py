@@ -22,8 +22,9 @@ from transforms.fetch.step import Fetch
 from transforms.generate.select import due_mask
 from transforms.generate.step import Generate
 from transforms.page.step import ProcessPages
+from transforms.page.visited import harvest_stats
 from transforms.score.modes import LocalScore, scores_per_row, uses_beam_pagerank
-from transforms.score.step import ScoreByBeamPageRank, ScoreWholeFrontier
+from transforms.score.step import BoundFrontier, ScoreByBeamPageRank, ScoreWholeFrontier
 from transforms.tableio.step import ReadTables, WriteStats, WriteTable, sum_dicts
 from transforms.urls import refusals
 from transforms.urlseen.candidates import candidates_and_edges, filtered_table
@@ -138,10 +139,15 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True):
                             | "AllFilteredBundles" >> beam.Flatten())
         visited_fps = content["visited"] | "VisitedFps" >> beam.Map(lambda t: t.select(["fp"]))
         stats.extend([fetched["stats"], paged["stats"], content["stats"]])
+        if cfg.page.focus is not None:   # vertical: relevant pages of the round (the harvest)
+            stats.append(content["visited"] | "HarvestStats" >> beam.Map(
+                harvest_stats, cfg.page.focus.threshold))
         # small row groups: content-seen reads url/minhash of only the row groups with hits
         content["visited"] | "WriteVisited" >> WriteTable(out("visited"), tables.VISITED, VISITED_ROW_GROUP)
         content["pages"] | "WritePages" >> WriteTable(out("pages"), tables.PAGES)
         content["near"] | "WriteNear" >> WriteTable(out("near_duplicates"), tables.NEAR_DUPLICATES)
+        if paged["docfreq"] is not None:   # vertical: this round's document frequencies
+            paged["docfreq"] | "WriteDocFreq" >> WriteTable(out("docfreq"), tables.DOCFREQ)
         if cfg.warc_max_bytes:   # Archive: the fetches as WARC files and their CDXJ index
             stats.append(paged["archive"] | "WriteWarc" >> WriteWarc(
                 crawl.warc_dir(round_no), round_no, cfg.warc_max_bytes, {"round": str(round_no)}))
@@ -202,6 +208,12 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True):
         stats.append(scored["stats"])
         scored["opic"] | "WriteOpic" >> WriteTable(out("opic"), tables.OPIC)
     stats.append(merged["stats"])
+    new_filtered = merged["filtered"]
+    if cfg.max_buffer:   # MAX_BUFFER: the lowest-scored URLs leave as filtered (buffer_full)
+        bounded = new_frontier | "BoundFrontier" >> BoundFrontier(cfg.max_buffer, round_no)
+        new_frontier = bounded["frontier"]
+        new_filtered = (new_filtered, bounded["filtered"]) | "WithBufferFull" >> beam.Flatten()
+        stats.append(bounded["stats"])
     pending = (new_frontier
                | "Schedulable" >> beam.Map(_schedulable, cfg.now, gen.max_depth)
                | "SumSchedulable" >> beam.CombineGlobally(sum_dicts)
@@ -210,7 +222,7 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True):
 
     # write round N: frontier, filtered, links, hosts and the counters of the report
     new_frontier | "WriteFrontier" >> WriteTable(out("frontier"), tables.FRONTIER)
-    merged["filtered"] | "WriteFiltered" >> WriteTable(out("filtered"), tables.FILTERED)
+    new_filtered | "WriteFiltered" >> WriteTable(out("filtered"), tables.FILTERED)
     edges | "WriteLinks" >> WriteTable(out("links"), tables.LINKS)
     new_hosts | "WriteHosts" >> WriteTable(out("hosts"), tables.HOSTS)
     (tuple(stats) | "AllStats" >> beam.Flatten()

@@ -55,6 +55,11 @@ FRONTIER = pa.schema([
     ("history", pa.float64()),          # OPIC history
     ("lastmod", pa.float64()),          # sitemap lastmod if known, else null
     ("redirects", pa.int32()),          # redirect hops that led here (source=redirect)
+    # vertical crawling (strategies/ordering/focused.py): the best link score of a focused
+    # strategy, the inherited score (Shark-Search) and the depth bound left (Fish/Shark-Search)
+    ("topic_score", pa.float64()),
+    ("topic_inherited", pa.float64()),
+    ("depth_left", pa.int32()),
 ])
 
 VISITED = pa.schema([
@@ -105,13 +110,17 @@ VISITED = pa.schema([
     ("language", pa.string()),          # primary subtag ('en'): stated by the markup, else detected
     ("published", pa.float64()),        # date the document states it was published (epoch s)
     ("modified", pa.float64()),         # date the document states it was last modified (epoch s)
+    # TF-IDF cosine similarity of the page's text with the crawl's topic (strategies/topic.py);
+    # null without a topic, or for a page without parsed text
+    ("relevance", pa.float64()),
 ])
 
 # Columns added after files of SCHEMA_VERSION 1 were written: a file may lack them (readers
 # fill nulls through `conform`, and the round's file check accepts their absence).
 LATER_COLUMNS = {"visited": ("lsh_keys", "source", "refused_by", "near_cluster_fp",
                              "near_cluster_round", "doc_type", "text_chars", "description",
-                             "language", "published", "modified"),
+                             "language", "published", "modified", "relevance"),
+                 "frontier": ("topic_score", "topic_inherited", "depth_left"),
                  "filtered": ("depth", "source", "refused_by"),
                  "near_duplicates": ("host", "cluster_fp", "cluster_round")}
 
@@ -190,6 +199,14 @@ OPIC = pa.schema([
 ])
 OPIC_VIRTUAL_FP = 0
 
+# Document frequencies of the topic's TF-IDF (strategies/topic.py), one delta per round:
+# the documents of the round containing each hashed term; the row with term = -1 holds the
+# number of documents. The view (all rounds summed) is the crawl's document frequency.
+DOCFREQ = pa.schema([
+    ("term", pa.int64()),
+    ("df", pa.int64()),
+])
+
 MAX_ANCHORS = 8
 
 # ---- in flight within a round (URL-seen's inputs), never written as crawl tables
@@ -215,6 +232,9 @@ CANDIDATES = pa.schema([
     ("source", pa.string()),
     ("redirects", pa.int32()),
     ("lastmod", pa.float64()),
+    ("topic_score", pa.float64()),   # vertical crawling: see FRONTIER
+    ("topic_inherited", pa.float64()),
+    ("depth_left", pa.int32()),
 ])
 
 FP_ONLY = pa.schema([("fp", pa.int64())])
@@ -241,6 +261,7 @@ TABLES = {
     "filtered": FILTERED,
     "opic": OPIC,
     "near_duplicates": NEAR_DUPLICATES,
+    "docfreq": DOCFREQ,
 }
 
 

@@ -37,6 +37,7 @@ from transforms.page import sitemaps as sitemaps_mod
 from transforms.page.formats import ParseLimits, parse_document
 from transforms.page.formats import sniff as sniff_mod
 from transforms.page.boilerplate import BLOCKS_FOR_MINHASH
+from transforms.page.focus import FocusConfig, carry_redirect, focus_page
 from transforms.page.outcome import classify, robots_directives
 from transforms.urls import canonical as urls_mod
 from transforms.urls.scope import UrlFilter
@@ -64,6 +65,7 @@ class PageConfig:
     minhash: bool = True        # carry the page text for MinHash (near-duplicates on)
     guard_signature: str | None = None   # refused_by of forbidden_address rows (urls.refusals)
     documents: ParseLimits = field(default_factory=ParseLimits)   # parsers' budget (formats)
+    focus: FocusConfig | None = None     # vertical crawling: topic relevance, link scores (focus.py)
 
 
 @dataclass
@@ -107,6 +109,8 @@ def filter_bundle(bundle, url_filter):
     kept = filtered = None
     if keep:
         kept = dict(bundle, dst=[urls[i] for i in keep], anchor=[anchors[i] for i in keep])
+        if bundle.get("topic_score") is not None:   # vertical crawling (focus.py)
+            kept["topic_score"] = [bundle["topic_score"][i] for i in keep]
         if lastmod is not None:
             kept["lastmod"] = [lastmod[i] for i in keep]
     if len(keep) < len(urls):
@@ -142,7 +146,7 @@ def _sitemap_bundles(page, body, visited):
     return bundles
 
 
-def _document(page, doc, body, reason, visited, config):
+def _document(page, doc, body, reason, visited, config, filtered):
     """A parsed document into `visited`; returns (link bundles, body to store). X-Robots-Tag
     applies to every format, meta robots to HTML; a parser's reason joins the fetch's."""
     html = doc.html
@@ -170,6 +174,9 @@ def _document(page, doc, body, reason, visited, config):
         if doc.sitemaps:
             bundles.append(link_bundle(page, doc.sitemaps, [""] * len(doc.sitemaps),
                                        tables.SOURCE_SITEMAP_FILE))
+    if config.focus is not None:   # relevance, link scores; links past the depth bound
+        bundles, stopped = focus_page(page, doc.text, bundles, visited, config.focus)
+        filtered.extend(stopped)
     if "noindex" in flags and not config.ignore_meta_noindex:
         body = b""
     return bundles, body
@@ -200,6 +207,8 @@ def page_fate(page: dict, config: PageConfig) -> PageFate:
         if target:
             visited["redirect_to"] = target
             bundles.append(link_bundle(page, [target], [""], tables.SOURCE_REDIRECT))
+            if config.focus is not None:
+                carry_redirect(page, bundles[-1])
     elif outcome == tables.OK and body and page.get("source") == tables.SOURCE_SITEMAP_FILE:
         bundles = _sitemap_bundles(page, body, visited)
     elif outcome == tables.OK and body:
@@ -213,7 +222,7 @@ def page_fate(page: dict, config: PageConfig) -> PageFate:
             doc = parse_document(body, page["url"], kind, _parse_limits(config),
                                  page.get("content_type_header"))
             if doc is not None:
-                bundles, body = _document(page, doc, body, reason, visited, config)
+                bundles, body = _document(page, doc, body, reason, visited, config, fate.filtered)
                 noindex = not body
         if config.store_pages and body:
             fate.stored = {"fp": page["fp"], "url": page["url"], "round": config.round_no,

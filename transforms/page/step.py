@@ -18,6 +18,7 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import tables
+from strategies.topic import DOCS_BUCKET
 from transforms.page.boilerplate import (
     BLOCKS_FOR_MINHASH,
     BlockCounts,
@@ -25,8 +26,10 @@ from transforms.page.boilerplate import (
     sign_text,
 )
 from transforms.page.fate import filter_bundle, page_fate
+from transforms.page.focus import TOPIC_TERMS
 from transforms.page.visited import (
     TEXT_FOR_MINHASH,
+    docfreq_table,
     retry_stats,
     visited_stats,
     visited_table,
@@ -70,6 +73,29 @@ class _HostTemplate(beam.CombineFn):
 
     def extract_output(self, acc):
         return acc.template()
+
+
+class _CountDocs(beam.CombineFn):
+    """Pages' term-id sets -> {term: pages containing it, DOCS_BUCKET: pages} (docfreq)."""
+
+    def create_accumulator(self):
+        return {}
+
+    def add_input(self, acc, terms):
+        acc[DOCS_BUCKET] = acc.get(DOCS_BUCKET, 0) + 1
+        for t in terms.tolist():
+            acc[t] = acc.get(t, 0) + 1
+        return acc
+
+    def merge_accumulators(self, accs):
+        out = {}
+        for acc in accs:
+            for k, v in acc.items():
+                out[k] = out.get(k, 0) + v
+        return out
+
+    def extract_output(self, acc):
+        return acc
 
 
 class PageFates(beam.DoFn):
@@ -134,6 +160,13 @@ class ProcessPages(beam.PTransform):
                        beam.pvalue.AsDict(template))
                    | "BatchVisited" >> beam.BatchElements(min_batch_size=1, max_batch_size=2000)
                    | "VisitedTables" >> beam.Map(visited_table))
+        docfreq = None
+        if self.config.focus is not None:   # vertical crawling: the round's DF delta
+            docfreq = (processed.visited
+                       | "TopicTerms" >> beam.FlatMap(
+                           lambda r: [r[TOPIC_TERMS]] if TOPIC_TERMS in r else [])
+                       | "CountDocs" >> beam.CombineGlobally(_CountDocs()).without_defaults()
+                       | "DocFreqTable" >> beam.Map(docfreq_table))
         results = ((processed.results, inputs["results"]) | "AllResults" >> beam.Flatten()
                    | "ResultTables" >> RowsToTables(tables.RESULTS))
         return {
@@ -146,4 +179,5 @@ class ProcessPages(beam.PTransform):
             "stats": ((visited | "VisitedStats" >> beam.Map(visited_stats),
                        results | "RetryStats" >> beam.Map(retry_stats), processed.stats)
                       | "PageStats" >> beam.Flatten()),
+            "docfreq": docfreq,
         }
