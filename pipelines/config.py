@@ -11,6 +11,7 @@ step takes, so a step receives the part it needs and never a raw dict:
     contentseen  ContentSeenConfig
     score        ScoreConfig      (the ordering strategy object and the PageRank path)
     warc_max_bytes  the WARC's rotation size (None when --store keeps no WARC)
+    deepweb      ProbeConfig      (strategies.deepweb.planner), None with --deep_web off
     refusals     {refusal key: signature} of the address guard and scope settings
                  (transforms.urls.refusals), stored with every refusal they decide
 
@@ -23,6 +24,7 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
+from strategies.deepweb.planner import ProbeConfig
 from strategies.ordering import CRAWL_ORDERINGS, get_ordering
 from transforms.fetch import netguard
 from transforms.fetch.records import FetchConfig
@@ -181,6 +183,7 @@ class RoundConfig:
     score: ScoreConfig
     refusals: tuple = ()        # sorted (key, signature) pairs; see `signatures`
     warc_max_bytes: int | None = None   # WARC files rotate at this size; None: no WARC
+    deepweb: ProbeConfig | None = None  # --deep_web forms: how forms are probed
 
     @property
     def signatures(self) -> dict:
@@ -215,10 +218,23 @@ class RoundConfig:
                                 max_pages=int(s["parse_max_pages"]),
                                 max_inflated=int(s["parse_max_inflated"]),
                                 text_links=bool(s["text_links"]),
-                                detect_language=bool(s["detect_language"]))),
+                                detect_language=bool(s["detect_language"])),
+                            deep_web=s.get("deep_web", "off") == "forms"),
             contentseen=ContentSeenConfig(bool(s["expand_duplicates"]), near),
             score=ScoreConfig(ordering(s), s["pagerank_path"], int(s["pagerank_beam_edges"]),
                               int(s["pagerank_iterations"])),
             refusals=tuple(sorted(sigs.items())),
             warc_max_bytes=int(s.get("warc_max_bytes") or 1_000_000_000) if warc else None,
+            deepweb=deepweb_config(s),
         )
+
+
+def deepweb_config(s) -> ProbeConfig | None:
+    """The deep-web probing settings (--deep_web_*), None with --deep_web off."""
+    if s.get("deep_web", "off") != "forms":
+        return None
+    return ProbeConfig(informative=float(s["deep_web_informative"]),
+                       max_dimension=int(s["deep_web_max_dimension"]),
+                       samples=int(s["deep_web_samples"]), budget=int(s["deep_web_budget"]),
+                       words_per_round=int(s["deep_web_words_per_round"]),
+                       seed_words=csv(s["deep_web_seed_words"]))

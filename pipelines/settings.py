@@ -27,6 +27,7 @@ GROUPS = {
     "duplicates": "exact and near-duplicate pages",
     "documents": "which formats are parsed, and each document's parsing budget",
     "storage": "what the round tables keep",
+    "deepweb": "filling forms to reach records behind them (ISIT templates, keyword probing)",
     "runner": "the round's clock; Beam's own flags (--runner, --direct_num_workers, "
               "--direct_running_mode, --job_endpoint, --environment_type, ...) pass through to Beam",
 }
@@ -210,6 +211,22 @@ ROUND_SETTINGS = {s.name: s for s in [
       "to --store (warc -> both), false removes it (both -> warc).", shown="unset"),
     S("ignore_meta_noindex", parse_bool, False, "storage",
       "Store pages even when meta robots / X-Robots-Tag says noindex (audits)."),
+    # --- deep web (#17; strategies/deepweb) ---
+    S("deep_web", str, "off", "deepweb", "forms: record the forms of fetched pages and submit "
+      "GET forms (ISIT query templates over selects, radios and checkboxes, then keyword probing "
+      "of the text box); off: never. POST forms are recorded, never submitted.",
+      one_of("off", "forms")),
+    S("deep_web_budget", int, 500, "deepweb", "Form submissions per host over the whole crawl "
+      "(result pages after the first do not count).", at_least(1)),
+    S("deep_web_informative", float, 0.2, "deepweb", "A query template is informative when its "
+      "sampled submissions' distinct result signatures, and what each input adds, reach this share.",
+      between(0.0, 1.0)),
+    S("deep_web_max_dimension", int, 3, "deepweb", "Most inputs a query template sets.", at_least(1)),
+    S("deep_web_samples", int, 20, "deepweb", "Submissions sampled to test one template.", at_least(2)),
+    S("deep_web_words_per_round", int, 10, "deepweb", "Keyword queries per batch; the next batch "
+      "is chosen when this one's results are in.", at_least(1)),
+    S("deep_web_seed_words", str, "", "deepweb", "Comma-separated first words for text boxes; "
+      "empty = the words of the form's page."),
 ]}
 
 CRAWL_DIR = S("crawl_dir", str, None, "command", "Crawl directory: a local path or any Beam "
