@@ -11,6 +11,7 @@ The state is a plain JSON-able dict (the crawl keeps it per host in its `deepweb
   word, round sent, state (pending, done, lost), signature, stated count, its first page's
   record ids, the new records it brought (with its pages), the pages emitted;
 - `pages`: result-page URL (page 2..) -> its submission, state, new records;
+- `chrome`: ids of the links of the forms' pages (never counted as records);
 - `records` (every record id seen), `listed` (records seen on result lists followed to
   their end: a submission is paged only when its first page shows a record not listed),
   `df` (document frequency of words among records), `sent` (submissions made).
@@ -39,6 +40,7 @@ class ProbeConfig:
     words_per_round: int = 10    # --deep_web_words_per_round
     seed_words: tuple = ()       # --deep_web_seed_words
     max_pages: int = 1000        # result pages followed per submission
+    page_window: int = 20        # result pages of one submission emitted at a time
     stall_rounds: int = 3        # a URL pending this long while its host answers nothing is lost
     templates: bool = True       # ISIT over the binding inputs
     keywords: bool = True        # keyword probing of the text box
@@ -63,6 +65,7 @@ class _Run:
     def __init__(self, state, round_no, cfg, normalize):
         self.s, self.round, self.cfg, self.norm = state, round_no, cfg, normalize
         self.records, self.listed = set(state["records"]), set(state["listed"])
+        self.chrome = set(state.get("chrome", []))
         self.emit = []
 
     # ---- submissions and pages
@@ -88,26 +91,38 @@ class _Run:
         return url
 
     def page_results(self, url):
-        """Emit the result pages of submission `url` (when its first page shows unlisted records)."""
+        """Page submission `url` (when its first page shows unlisted records): its result
+        pages are emitted `page_window` at a time, the next window once these are in, until
+        a page lists nothing (a site that pages fewer results than it counts)."""
         q = self.s["queries"][url]
         if q["pages"] or q["state"] != "done":
             return
         if not any(r not in self.listed for r in q["records"]):
             return
         self.listed.update(q["records"])
-        form = self.s["forms"][q["form"]]
         q["pages"] = -1   # paged (no further pages when the list fits on one)
-        for p in pagination.result_pages(url, q["next"], q["count"], q["per_page"], self.cfg.max_pages):
+        q["rest"] = pagination.result_pages(url, q["next"], q["count"], q["per_page"], self.cfg.max_pages)
+        q["open"] = 0
+        self.page_window(url, q)
+
+    def page_window(self, url, q):
+        form = self.s["forms"][q["form"]]
+        rest, q["rest"] = q["rest"][:self.cfg.page_window], q["rest"][self.cfg.page_window:]
+        for p in rest:
             p = self.norm(p)
             if p and p not in self.s["pages"] and p not in self.s["queries"]:
                 self.s["pages"][p] = {"query": url, "state": "pending", "round": self.round, "new": 0}
                 self.emit.append((p, form["depth"] + 1, url))
                 q["pages"] = max(q["pages"], 0) + 1
+                q["open"] += 1
 
     def take(self, digest):
-        """Count a result page's records: returns how many were new."""
-        ids = [record_id(u) for u in digest["records"]]
-        new = [(i, w) for i, w in zip(ids, digest["words"]) if i not in self.records]
+        """A result page's record ids (links the form's page also has are the site's chrome,
+        not records) and how many were new."""
+        pairs = [(record_id(u), w) for u, w in zip(digest["records"], digest["words"])]
+        pairs = [(i, w) for i, w in pairs if i not in self.chrome]
+        ids = [i for i, _ in pairs]
+        new = [(i, w) for i, w in pairs if i not in self.records]
         self.records.update(i for i, _ in new)
         keywords.count_new_words(self.s["df"], [w for _, w in new])
         return ids, len(new)
@@ -122,29 +137,41 @@ class _Run:
                 self.page_results(url)
         elif url in self.s["pages"]:
             pg = self.s["pages"][url]
+            if pg["state"] != "pending":
+                return
             ids, new = self.take(d)
             pg.update(state="done", new=new)
-            q = self.s["queries"].get(pg["query"])
-            if q is not None:
-                q["new"] += new
             self.listed.update(ids)
+            q = self.s["queries"].get(pg["query"])
+            if q is None:
+                return
+            q["new"] += new
+            q["open"] = max(q.get("open", 1) - 1, 0)
+            if not ids:
+                q["rest"] = []          # past the last page the site shows
+            if q.get("rest") and not q["open"]:
+                self.page_window(pg["query"], q)
             nxt = self.norm(d["next"]) if d["next"] else None
             # followed page by page (no count to infer the rest): the next one, while new
-            if nxt and nxt not in self.s["pages"] and nxt not in self.s["queries"] and new:
+            if nxt and not q.get("rest") and nxt not in self.s["pages"] and nxt not in self.s["queries"] and new:
                 self.s["pages"][nxt] = {"query": pg["query"], "state": "pending", "round": self.round, "new": 0}
-                self.emit.append((nxt, self.s["forms"].get(q["form"], {}).get("depth", 0) + 1 if q else 1, url))
+                self.emit.append((nxt, self.s["forms"][q["form"]]["depth"] + 1, url))
+                q["open"] += 1
 
     def lose_stalled(self):
         for table in (self.s["queries"], self.s["pages"]):
             for item in table.values():
                 if item["state"] == "pending" and item["round"] <= self.round - self.cfg.stall_rounds:
                     item["state"] = "lost"
+                    q = self.s["queries"].get(item.get("query"))
+                    if q is not None:
+                        q["open"], q["rest"] = max(q.get("open", 1) - 1, 0), []
 
     # ---- progress of a form
     def open_urls(self, urls) -> bool:
         qs, pgs = self.s["queries"], self.s["pages"]
         for u in urls:
-            if u in qs and qs[u]["state"] == "pending":
+            if u in qs and (qs[u]["state"] == "pending" or qs[u].get("rest")):
                 return True
         owners = set(urls)
         return any(p["state"] == "pending" and p["query"] in owners for p in pgs.values())
@@ -190,21 +217,26 @@ class _Run:
 
     def sample(self, key, templates, inputs, temps):
         for t in templates:
-            urls = [self.submit(key, "sample", v, template=_name(t))
-                    for v in tpl.sample(t, inputs, self.cfg.samples, key)]
-            temps[_name(t)] = {"dim": len(t), "status": "sampling", "samples": [u for u in urls if u],
-                               "size": tpl.size(t, inputs), "round": self.round}
+            picked = [(self.submit(key, "sample", v, template=_name(t)), v)
+                      for v in tpl.sample(t, inputs, self.cfg.samples, key)]
+            picked = [(u, v) for u, v in picked if u]
+            temps[_name(t)] = {"dim": len(t), "status": "sampling", "samples": [u for u, _ in picked],
+                               "values": [v for _, v in picked], "size": tpl.size(t, inputs),
+                               "round": self.round}
 
     def evaluate(self, key, form, inputs, temps, names):
         qs = self.s["queries"]
         sig_of = {}
-        for u, q in qs.items():
-            if q["form"] == key and q["state"] == "done":
-                sig_of.setdefault(tuple(sorted(q["values"].items())), q["sig"])
+        for t in temps.values():
+            for u, v in zip(t["samples"], t["values"]):
+                if qs[u]["state"] == "done":
+                    sig_of.setdefault(tuple(sorted(v.items())), qs[u]["sig"])
+        if form["baseline"] and qs[form["baseline"]]["state"] == "done":
+            sig_of[()] = qs[form["baseline"]]["sig"]
         ranked = []
         for n in names:
             t = temps[n]
-            samples = [(qs[u]["values"], qs[u]["sig"]) for u in t["samples"] if qs[u]["state"] == "done"]
+            samples = [(v, qs[u]["sig"]) for u, v in zip(t["samples"], t["values"]) if qs[u]["state"] == "done"]
             test = isit.informativeness(n.split(","), samples,
                                         lambda v: sig_of.get(tuple(sorted(v.items()))),
                                         self.cfg.informative)
@@ -268,7 +300,9 @@ class _Run:
 
 
 def _register(state, found, cfg):
+    chrome = set(state.setdefault("chrome", []))
     for f in found:
+        chrome.update(record_id(u) for u in f.get("links") or ())
         form = f["form"]
         key = tpl.form_key(form)
         if key in state["forms"]:
@@ -283,14 +317,18 @@ def _register(state, found, cfg):
                                "inputs": form["inputs"], "page": f["page"], "depth": int(f.get("depth") or 0),
                                "words": f.get("words") or [], "phase": phase, "level": 0,
                                "queue": [], "current": None, "baseline": None, "found_round": f.get("round")}
+    state["chrome"] = sorted(chrome)
 
 
 def advance(state: dict | None, found: list, digests: list, round_no: int, cfg: ProbeConfig,
             normalize=lambda u: u):
     """One round of a host's probing. `found`: forms seen this round on the host's pages
-    ({"page", "depth", "form", "words"}); `digests`: ({"url", "result"}) of the result pages
+    ({"page", "depth", "form", "words", "links"}); `digests`: ({"url", "result"}) of the result pages
     fetched this round. Returns (new state, [(url, depth, parent url)] to add to the frontier)."""
     state = state or new_state()
+    # one order whatever order the runner delivered them in: a rerun gives the same state
+    found = sorted(found, key=lambda f: (f["page"], f["form"]["action"], tpl.form_key(f["form"])))
+    digests = sorted(digests, key=lambda d: d["url"])
     _register(state, found, cfg)
     run = _Run(state, round_no, cfg, normalize)
     for d in digests:

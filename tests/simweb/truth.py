@@ -155,6 +155,16 @@ def ground_truth(web) -> dict:
             for dst, anchor in outlinks:
                 add_link(url, dst, anchor, "a", False)
 
+    library_records = pa.table({"id": pa.array([], pa.int64())})
+    if web.library:
+        from . import library
+        library_records = library.catalogue(web).table
+        for url, title, outlinks in library.truth(web):
+            add_page(url, web.library, -1)
+            cols["title"][url_set[url]] = title
+            for dst, anchor in outlinks:
+                add_link(url, dst, anchor, "a", False)
+
     pages = pa.table({
         "url": pa.array(cols["url"], pa.string()),
         "host": pa.array(cols["host"], pa.string()),
@@ -232,6 +242,7 @@ def ground_truth(web) -> dict:
         "pagerank": pa.table({"url": pa.array(cols["url"], pa.string()),
                               "pagerank": pa.array(pr, pa.float64())}),
         "records": web.records.table if web.jobs else pa.table({"id": pa.array([], pa.int64())}),
+        "library_records": library_records,
         "seeds": pa.table({"url": pa.array(web.seeds, pa.string())}),
         "reachable": pa.table({"url": pa.array(reachable, pa.string())}),
         "hosts": hosts,

@@ -27,7 +27,7 @@ def keyed(found: dict):
     for form in found["forms"]:
         yield host_of(form["action"]), ("form", {"page": found["url"], "page_fp": found["fp"],
                                                  "depth": found["depth"], "form": form,
-                                                 "words": found["words"]})
+                                                 "words": found["words"], "links": found.get("links", [])})
     if found.get("result") is not None:
         yield host_of(found["url"]), ("digest", {"url": found["url"], "result": found["result"]})
 

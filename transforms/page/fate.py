@@ -201,7 +201,8 @@ def _deep_web(page, doc):
         doc.links, doc.anchors = [doc.links[i] for i in keep], [doc.anchors[i] for i in keep]
     return {"url": page["url"], "fp": page["fp"], "host": page.get("host"),
             "depth": int(page.get("depth") or 0), "forms": forms, "result": html.result,
-            "words": forms_mod.page_words(doc.text) if forms else []}
+            "words": forms_mod.page_words(doc.text) if forms else [],
+            "links": doc.links[:500] if forms else []}
 
 
 def page_fate(page: dict, config: PageConfig) -> PageFate:

@@ -21,7 +21,8 @@ deep-web stage, independent of a site's layout:
 - `words`: per record, the words of its item (mined for new query words);
 - `next`: the ``rel=next`` target (``<a>`` or ``<link>``);
 - `count`: the largest number in the page text outside the items (sites state their
-  result count: "1 280 jobs found", "Showing 1-20 of 345"), None when there is none;
+  result count: "1280 jobs found", "Showing 1-20 of 345"), None when there is none; a page
+  whose count is 0 lists no records (its only links are the site's own);
 - `signature`: a fingerprint of the text outside the items (the page's "frame": counts,
   headings, the echo of the query). The order of the results does not change it, so a
   presentation-only input (sort order) gives its parent's signature; on a page that shows
@@ -199,6 +200,8 @@ def result_digest(root, url: str, base: str) -> dict:
     numbers = [int(n.replace(",", "")) for n in NUMBER_RE.findall(frame)]
     numbers = [n for n in numbers if n < 10 ** 9]
     count = max(numbers) if numbers else None
+    if count == 0:               # "0 results": whatever links are left are the site's chrome
+        records, words = [], []
     sig_text = frame if numbers else frame + "\n" + "\n".join(sorted(records))
     signature = int.from_bytes(hashlib.blake2b(sig_text.encode(), digest_size=8).digest(),
                                "big", signed=True)
