@@ -1,6 +1,6 @@
 """End-to-end (#17): crawl the jobs site and the library with --deep_web forms.
 
-A small web (300 jobs, 400 books) is crawled from the two forms' pages until nothing is
+A small web (150 jobs, 200 books) is crawled from the two forms' pages until nothing is
 due: both sites' records are reached through their forms (the library with no code of its
 own), the server log shows per-host politeness, no POST and no repeated request, sort is
 only ever submitted as ISIT's samples, and the probing state is in the crawl directory;
@@ -20,8 +20,8 @@ from tests.e2e import crawlstate
 from tests.simweb import requestlog
 from tests.simweb.process import SimWebProcess
 
-WEB = dict(n_records=300, library=True, library_records=400, library_vocab=400,
-           library_max_results=100)
+WEB = dict(n_records=150, library=True, library_records=200, library_vocab=300,
+           library_max_results=60)
 DELAY = 0.02
 
 
@@ -39,7 +39,8 @@ def _seeds(web):
 
 
 def _start(web, d):
-    args = crawlstate.crawl_args(web, d, "--deep_web", "forms", "--delay_per_host", str(DELAY))
+    args = crawlstate.crawl_args(web, d, "--deep_web", "forms", "--delay_per_host", str(DELAY),
+                                 "--deep_web_words_per_round", "40")
     assert inject.main(args + [a for s in _seeds(web) for a in ("--seed", s)]) == 0
 
 
