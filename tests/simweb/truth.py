@@ -155,7 +155,7 @@ def ground_truth(web) -> dict:
             for dst, anchor in outlinks:
                 add_link(url, dst, anchor, "a", False)
 
-    library_records = pa.table({"id": pa.array([], pa.int64())})
+    library_records = None
     if web.library:
         from . import library
         library_records = library.catalogue(web).table
@@ -236,17 +236,19 @@ def ground_truth(web) -> dict:
         "gzip": [h.gzip for h in web.hosts],
         "n_pages": pa.array([h.end - h.start for h in web.hosts], pa.int64()),
     })
-    return {
+    out = {
         "pages": pages,
         "links": links_t,
         "pagerank": pa.table({"url": pa.array(cols["url"], pa.string()),
                               "pagerank": pa.array(pr, pa.float64())}),
         "records": web.records.table if web.jobs else pa.table({"id": pa.array([], pa.int64())}),
-        "library_records": library_records,
         "seeds": pa.table({"url": pa.array(web.seeds, pa.string())}),
         "reachable": pa.table({"url": pa.array(reachable, pa.string())}),
         "hosts": hosts,
     }
+    if library_records is not None:   # library.simweb.test's books (config library: true)
+        out["library_records"] = library_records
+    return out
 
 
 def pagerank(n: int, src: np.ndarray, dst: np.ndarray, d: float = 0.85,
