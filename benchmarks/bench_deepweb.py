@@ -18,6 +18,11 @@ tests/e2e/test_deep_web.py). Targets:
   L   the second form (library, another layout) with the default settings: records reached
 
 Each line prints its figures and PASS/FAIL; nothing is tuned to make a target hold.
+
+`--crawl` instead crawls the jobs site (and the library) with real rounds (`pipelines.crawl`,
+`--deep_web forms`, the default settings but for loopback, `--delay_per_host`
+and `--max_per_host`) and reads the server's request log: submissions, records reached,
+the smallest gap between two requests to one host, the most requests in flight to one host.
 """
 from __future__ import annotations
 
@@ -111,14 +116,56 @@ def run(records=10_000, library_records=12_000, seed=1, words_per_round=10):
     print(f"({time.time() - t:.0f} s)")
 
 
+def crawl(records=10_000, library_records=12_000, seed=1, delay=0.01, max_per_host=2000, rounds=40):
+    import tempfile
+
+    from pipelines import crawl as crawl_mod, inject
+    from pipelines.crawldir import CrawlDir
+    from tests.simweb import requestlog
+    from tests.simweb.process import SimWebProcess
+    web = SimWebProcess("small", seed=seed, n_records=records, library=True, library_records=library_records)
+    try:
+        d = tempfile.mkdtemp(prefix="deepweb-") + "/crawl"
+        args = ["--crawl_dir", d, "--resolve_file", str(web.hostmap_file), "--allow_loopback", "true",
+                "--deep_web", "forms", "--delay_per_host", str(delay), "--max_per_host", str(max_per_host),
+                "--max_pages", str(4 * max_per_host), "--allow_hosts", "jobs.simweb.test,library.simweb.test"]
+        seeds = [f"http://{h}.simweb.test:{web.port}/" for h in ("jobs", "library")]
+        t = time.time()
+        assert inject.main(args + [a for s in seeds for a in ("--seed", s)]) == 0
+        reports = crawl_mod.run_crawl(["--crawl_dir", d, "--until_empty", "--rounds", str(rounds)], out=lambda s: None)
+        log = [r for r in web.requests() if r["start"] >= t]
+        c = CrawlDir(d)
+        visited = set(c.read_table("visited", c.last_committed(), columns=["url"]).column("url").to_pylist())
+        gaps = requestlog.min_gap_per_host(log, measure="end")
+        conc = requestlog.max_concurrency_per_host(log)
+        for host, table, form_path in (("jobs", "records", "/search"), ("library", "library_records", "/catalogue/find")):
+            truth = set(web.ground_truth[table].column("url").to_pylist())
+            got = len(truth & visited) / len(truth)
+            hl = [r for r in log if r["host"].lower().startswith(host + ".")]
+            subs = sum(r["path"].startswith(form_path) for r in hl)
+            print(f"C  {host}: {len(hl)} requests ({subs} to {form_path}), records reached {got:.1%}, "
+                  f"smallest gap {min(v for k, v in gaps.items() if k.startswith(host)):.4f} s "
+                  f"(delay {delay}), most in flight {max(v for k, v in conc.items() if k.startswith(host))}, "
+                  f"POST {sum(r['method'] != 'GET' for r in hl)}")
+        dw = reports[-1]["deep_web"]
+        print(f"C  {len(reports)} rounds, {dw.get('submissions')} submissions, {time.time() - t:.0f} s; crawl dir {d}")
+    finally:
+        web.stop()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=10_000)
     ap.add_argument("--library_records", type=int, default=12_000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--words_per_round", type=int, default=10)
+    ap.add_argument("--crawl", action="store_true", help="real rounds over the served web instead")
+    ap.add_argument("--delay", type=float, default=0.01)
     a = ap.parse_args(argv)
-    run(a.records, a.library_records, a.seed, a.words_per_round)
+    if a.crawl:
+        crawl(a.records, a.library_records, a.seed, a.delay)
+    else:
+        run(a.records, a.library_records, a.seed, a.words_per_round)
 
 
 if __name__ == "__main__":
