@@ -161,3 +161,13 @@ def test_budget_caps_submissions_and_post_forms_are_never_submitted(web):
     assert stats["submissions"] == 7 == state["sent"]
     phases = {f["action"]: f["phase"] for f in state["forms"].values()}
     assert phases["http://library.simweb.test/suggest"] == "post"
+
+
+def test_a_form_reader_failure_costs_the_forms_not_the_links(monkeypatch):
+    from transforms.page import forms
+    body = b'<html><body><a href="/a">a</a><form action="/s"><select name="x"></select></form></body></html>'
+    def boom(*a, **k):
+        raise ValueError("unreadable form")
+    monkeypatch.setattr(forms, "page_forms", boom)
+    p = parse_html(body, "http://h.test/", deep_web="forms")
+    assert p.links == ["http://h.test/a"] and p.forms == []

@@ -324,7 +324,10 @@ def _parse(text, charset, url, honour_nofollow, ignore_meta_nofollow, ua_token, 
     page.text = " ".join(" ".join((body if body is not None else root).itertext()).split())
     page.main_blocks = main_blocks(body if body is not None else root)
     if deep_web:
-        page.forms = forms_mod.page_forms(root, base)
-        if deep_web == "results":   # last: it takes the result items out of the tree
-            page.result = forms_mod.result_digest(root, normalize(url) or url, base)
+        try:   # a form the reader cannot make sense of costs the forms, never the links
+            page.forms = forms_mod.page_forms(root, base)
+            if deep_web == "results":   # last: it takes the result items out of the tree
+                page.result = forms_mod.result_digest(root, normalize(url) or url, base)
+        except Exception:
+            page.forms, page.result = [], None
     return page
