@@ -12,6 +12,7 @@ step takes, so a step receives the part it needs and never a raw dict:
     contentseen  ContentSeenConfig
     score        ScoreConfig      (the ordering strategy object and the PageRank path)
     warc_max_bytes  the WARC's rotation size (None when --store keeps no WARC)
+    deepweb      ProbeConfig      (strategies.deepweb.planner), None with --deep_web off
     refusals     {refusal key: signature} of the address guard and scope settings
                  (transforms.urls.refusals), stored with every refusal they decide
 
@@ -25,6 +26,7 @@ import re
 from dataclasses import dataclass
 
 from pipelines import focused
+from strategies.deepweb.planner import ProbeConfig
 from strategies.ordering import CRAWL_ORDERINGS, get_ordering, ordering_params
 from transforms.fetch import netguard
 from transforms.fetch.records import FetchConfig
@@ -186,6 +188,7 @@ class RoundConfig:
     warc_max_bytes: int | None = None   # WARC files rotate at this size; None: no WARC
     progress_seconds: float = 0.0       # fetch progress line period; 0: none
     max_buffer: int = 0         # vertical crawling: the frontier's bound (0 = none)
+    deepweb: ProbeConfig | None = None  # --deep_web forms: how forms are probed
 
     @property
     def signatures(self) -> dict:
@@ -224,7 +227,8 @@ class RoundConfig:
                             ignore_meta_noindex=bool(s["ignore_meta_noindex"]),
                             store_pages=parquet, archive=warc, minhash=near > 0,
                             guard_signature=sigs[refusals_mod.GUARD],
-                            documents=limits, focus=focus),
+                            documents=limits, focus=focus,
+                            deep_web=s.get("deep_web", "off") == "forms"),
             contentseen=ContentSeenConfig(bool(s["expand_duplicates"]), near),
             score=ScoreConfig(order, s["pagerank_path"], int(s["pagerank_beam_edges"]),
                               int(s["pagerank_iterations"])),
@@ -232,4 +236,16 @@ class RoundConfig:
             warc_max_bytes=int(s.get("warc_max_bytes") or 1_000_000_000) if warc else None,
             progress_seconds=float(s.get("progress_seconds") or 0.0),
             max_buffer=int(s.get("max_buffer") or 0),
+            deepweb=deepweb_config(s),
         )
+
+
+def deepweb_config(s) -> ProbeConfig | None:
+    """The deep-web probing settings (--deep_web_*), None with --deep_web off."""
+    if s.get("deep_web", "off") != "forms":
+        return None
+    return ProbeConfig(informative=float(s["deep_web_informative"]),
+                       max_dimension=int(s["deep_web_max_dimension"]),
+                       samples=int(s["deep_web_samples"]), budget=int(s["deep_web_budget"]),
+                       words_per_round=int(s["deep_web_words_per_round"]),
+                       seed_words=csv(s["deep_web_seed_words"]))

@@ -120,6 +120,8 @@ def round_report(crawl, round_no, prev, settings, started, ended, result=None):
         "stats": stats,
         # vertical crawling: harvest rate this round and its running curve (pipelines/focused.py)
         **({"harvest": h} if (h := focused.harvest(stats, prev_report, settings)) else {}),
+        # deep web (--deep_web forms): forms, submissions, records, templates by status (#17)
+        "deep_web": {k[len("deepweb_"):]: v for k, v in stats.items() if k.startswith("deepweb_")},
     }
 
 
@@ -141,6 +143,11 @@ def summary(report):
         lines.append(f"  near-duplicates: {report['content_seen']['near_duplicates']} pages in "
                      f"{near['clusters']} clusters (largest {near['largest']}); most: " + ", ".join(
                          f"{h['host']} {h['pages']} ({(h['share'] or 0):.0%})" for h in near["hosts"][:3]))
+    dw = report.get("deep_web") or {}
+    if dw:
+        lines.append(f"  deep web: {dw.get('forms', 0)} forms, {dw.get('submissions', 0)} submissions "
+                     f"({dw.get('submitted_round', 0)} this round), {dw.get('records', 0)} records on "
+                     f"result pages, {dw.get('result_pages', 0)} result pages queued")
     lines += ordering_report.summary_lines(report.get("ordering"))
     lines += focused.summary_line(report)
     return "\n".join(lines + refusal_hints(report))

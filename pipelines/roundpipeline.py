@@ -18,6 +18,7 @@ from schemas import tables
 from transforms.archive.step import WriteWarc
 from transforms.contentseen.oldside import OLD_COLUMNS
 from transforms.contentseen.step import ApplyContentSeen
+from transforms.deepweb.step import ProbeForms
 from transforms.fetch.step import Fetch
 from transforms.generate.select import due_mask
 from transforms.generate.step import Generate
@@ -33,7 +34,7 @@ from transforms.urlseen.step import ReadmitRefused, UrlSeen
 BUCKET_ROWS = 200_000   # target rows per URL-seen bucket (frontier + seen)
 MIN_BUCKETS = 4
 VISITED_ROW_GROUP = 16 * 1024   # rows; see contentseen's phase 2 (bench_contentseen)
-INPUT_TABLES = ("frontier", "visited", "filtered", "hosts", "opic", "links")
+INPUT_TABLES = ("frontier", "visited", "filtered", "hosts", "opic", "links", "deepweb")
 
 
 def plan_round(crawl, prev):
@@ -157,6 +158,18 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True):
         filtered_bundles = p | "NoFiltered" >> beam.Create([], reshuffle=False)
         new_hosts = hosts
         visited_fps = p | "NoVisited" >> beam.Create([], reshuffle=False).with_output_types(pa.Table)
+
+    # Deep web: forms and their results -> the next submissions, as frontier candidates
+    deepweb_state = _read(p, "DeepWeb", files["deepweb"], tables.DEEPWEB)
+    if do_fetch and cfg.deepweb is not None:
+        probed = ({"found": paged["deepweb"], "state": deepweb_state}
+                  | "ProbeForms" >> ProbeForms(round_no, cfg.deepweb, cfg.scope))
+        link_bundles = (link_bundles, probed["links"]) | "WithSubmissions" >> beam.Flatten()
+        filtered_bundles = (filtered_bundles, probed["filtered"]) | "WithFilteredSubmissions" >> beam.Flatten()
+        probed["forms"] | "WriteForms" >> WriteTable(out("forms"), tables.FORMS)
+        deepweb_state = probed["state"]
+        stats.append(probed["stats"])
+    deepweb_state | "WriteDeepWeb" >> WriteTable(out("deepweb"), tables.DEEPWEB)
 
     if seeds:
         seed_bundles = p | "Seeds" >> beam.Create(list(seeds), reshuffle=False)

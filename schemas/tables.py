@@ -36,6 +36,7 @@ SOURCE_LINK = "link"
 SOURCE_REDIRECT = "redirect"
 SOURCE_SITEMAP = "sitemap"            # a page listed in a sitemap
 SOURCE_SITEMAP_FILE = "sitemap_file"  # a sitemap (or sitemap index) document itself
+SOURCE_FORM = "form"                  # a form submission or one of its result pages (deep web)
 
 FRONTIER = pa.schema([
     ("fp", pa.int64()),
@@ -209,6 +210,32 @@ DOCFREQ = pa.schema([
 
 MAX_ANCHORS = 8
 
+# Deep web (transforms/deepweb, strategies/deepweb; --deep_web forms). FORMS: one row per
+# form found on a page fetched this round (a delta table); inputs as JSON
+# [{"name", "kind", "values", "default"}] (transforms/page/forms.py).
+FORMS = pa.schema([
+    ("page_fp", pa.int64()),
+    ("page", pa.string()),
+    ("host", pa.string()),               # the host of the action (where it would be submitted)
+    ("round", pa.int32()),
+    ("action", pa.string()),
+    ("method", pa.string()),             # get / post (post forms are never submitted)
+    ("form_key", pa.string()),           # action + sorted input names: one form across pages
+    ("inputs", pa.string()),
+])
+# DEEPWEB: the probing state of each host with forms (a full snapshot each round): counters
+# and the planner's state as JSON (strategies/deepweb/planner.py: forms, templates tried with
+# their informativeness, submissions with the records each found, words used, record ids).
+DEEPWEB = pa.schema([
+    ("host", pa.string()),
+    ("round", pa.int32()),               # the round that last advanced it
+    ("forms", pa.int32()),
+    ("submissions", pa.int64()),         # form submissions made (counted against the budget)
+    ("result_pages", pa.int64()),        # result pages beyond the first, emitted
+    ("records", pa.int64()),             # distinct records seen on result pages
+    ("state", pa.string()),
+])
+
 # ---- in flight within a round (URL-seen's inputs), never written as crawl tables
 # A fetch result as the URL-seen join needs it.
 RESULTS = pa.schema([
@@ -262,6 +289,8 @@ TABLES = {
     "opic": OPIC,
     "near_duplicates": NEAR_DUPLICATES,
     "docfreq": DOCFREQ,
+    "forms": FORMS,
+    "deepweb": DEEPWEB,
 }
 
 

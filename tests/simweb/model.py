@@ -463,6 +463,9 @@ class SimWeb:
         from . import documents
         self.documents_host = (self._add_host(f"{documents.NAME}.{DOMAIN}", "documents", robots="404")
                                if cfg.documents else None)            # last: same addresses for the rest
+        self.library = (self._add_host(f"library.{DOMAIN}", "library", robots="404")
+                        if cfg.library else None)                     # after all others: same addresses
+        self._library = None
         # special links placed on the root page of site0
         self.special_links = []   # (url-path-on-host, host, anchor)
         for mh in self.mirrors:
@@ -476,6 +479,8 @@ class SimWeb:
             self.special_links.append((self.template_host, "/", "The simulated book"))
         if self.documents_host:
             self.special_links.append((self.documents_host, "/", "Documents of the simulated orchard"))
+        if self.library:
+            self.special_links.append((self.library, "/", "Library catalogue"))
         self._hostile_state = {"ratelimit_last": None, "flaky_n": 0}
 
     # ------------------------------------------------------------------ text
@@ -666,6 +671,9 @@ class SimWeb:
         elif host.kind == "documents":
             from . import documents
             r = documents.respond(self, host, target, headers, now)
+        elif host.kind == "library":
+            from . import library
+            r = library.respond(self, host, target, headers, now)
         else:
             r = self._respond_graph(host, target, headers, now)
         r.headers.append(("Date", http_date(now)))

@@ -7,6 +7,7 @@ Outputs, per page, one element on each that applies:
   archive     the capture for the WARC (PageConfig.archive)
   links       one element per page with its kept links as arrays
   filtered    (src, url[], reason[]) of links the filter dropped
+  deepweb     forms and form-result digests (PageConfig.deep_web; transforms.deepweb)
   stats       seconds spent, per bundle
 `FilterBundles` applies the URL filter to bundles found elsewhere (sitemaps of robots.txt).
 """
@@ -127,6 +128,8 @@ class PageFates(beam.DoFn):
             yield beam.pvalue.TaggedOutput("links", kept)
         for filtered in fate.filtered:
             yield beam.pvalue.TaggedOutput("filtered", filtered)
+        if fate.deepweb is not None:
+            yield beam.pvalue.TaggedOutput("deepweb", fate.deepweb)
 
 
 class ProcessPages(beam.PTransform):
@@ -145,7 +148,7 @@ class ProcessPages(beam.PTransform):
     def expand(self, inputs):
         processed = (inputs["pages"] | "Process" >> beam.ParDo(PageFates(self.config))
                      .with_outputs("results", "pages", "links", "filtered", "stats", "archive",
-                                   main="visited"))
+                                 "deepweb", main="visited"))
         bundles = inputs["bundles"] | "FilterBundles" >> beam.ParDo(
             FilterBundles(self.config.url_filter)).with_outputs("filtered", main="kept")
         # per host: the blocks that repeat on its pages this round (its template) ...
@@ -174,6 +177,7 @@ class ProcessPages(beam.PTransform):
             "results": results,
             "pages": processed.pages | "PageTables" >> RowsToTables(tables.PAGES, 500),
             "archive": processed.archive,
+            "deepweb": processed.deepweb,
             "links": (processed.links, bundles.kept) | "AllLinks" >> beam.Flatten(),
             "filtered": (processed.filtered, bundles.filtered) | "AllFilteredLinks" >> beam.Flatten(),
             "stats": ((visited | "VisitedStats" >> beam.Map(visited_stats),
