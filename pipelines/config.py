@@ -11,6 +11,7 @@ step takes, so a step receives the part it needs and never a raw dict:
     contentseen  ContentSeenConfig
     score        ScoreConfig      (the ordering strategy object and the PageRank path)
     warc_max_bytes  the WARC's rotation size (None when --store keeps no WARC)
+    recrawl      RecrawlConfig    (--mode, the revisit policy object; strategies.recrawl)
     refusals     {refusal key: signature} of the address guard and scope settings
                  (transforms.urls.refusals), stored with every refusal they decide
 
@@ -24,6 +25,7 @@ import re
 from dataclasses import dataclass
 
 from strategies.ordering import CRAWL_ORDERINGS, get_ordering
+from strategies.recrawl import get_policy
 from transforms.fetch import netguard
 from transforms.fetch.records import FetchConfig
 from transforms.page.fate import PageConfig
@@ -56,6 +58,35 @@ class GenerateConfig:
 class ContentSeenConfig:
     expand_duplicates: bool
     near_threshold: float
+
+
+@dataclass(frozen=True)
+class RecrawlConfig:
+    mode: str                   # batch | incremental | vertical
+    refetch_share: float
+    policy: object              # a strategies.recrawl.Policy
+    expired_threshold: float
+    round_interval: float       # seconds; the last gap between rounds replaces it
+
+    @property
+    def incremental(self) -> bool:
+        return self.mode == "incremental"
+
+
+def recrawl(s) -> RecrawlConfig:
+    """--mode and the revisit settings; the policy object built with --refetch_params."""
+    params = {}
+    for item in csv(s.get("refetch_params", "")):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--refetch_params: {item!r} is not KEY=VALUE")
+        params[key.strip()] = _param_value(value.strip())
+    try:
+        policy = get_policy(s.get("refetch_policy", "optimal"), **params)
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"--refetch_policy {s.get('refetch_policy')}: {e}") from None
+    return RecrawlConfig(s.get("mode", "batch"), float(s.get("refetch_share", 0.5)), policy,
+                         float(s.get("expired_threshold", 0.5)), float(s.get("round_interval", 86400.0)))
 
 
 @dataclass(frozen=True)
@@ -181,6 +212,7 @@ class RoundConfig:
     score: ScoreConfig
     refusals: tuple = ()        # sorted (key, signature) pairs; see `signatures`
     warc_max_bytes: int | None = None   # WARC files rotate at this size; None: no WARC
+    recrawl: RecrawlConfig | None = None   # --mode and the revisit settings (issue #13)
 
     @property
     def signatures(self) -> dict:
@@ -221,4 +253,5 @@ class RoundConfig:
                               int(s["pagerank_iterations"])),
             refusals=tuple(sorted(sigs.items())),
             warc_max_bytes=int(s.get("warc_max_bytes") or 1_000_000_000) if warc else None,
+            recrawl=recrawl(s),
         )

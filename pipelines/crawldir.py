@@ -34,7 +34,7 @@ from schemas import tables
 from transforms.tableio.files import read_view
 
 SNAPSHOT_TABLES = ("frontier", "hosts", "opic")
-DELTA_TABLES = ("visited", "links", "pages", "filtered", "near_duplicates")
+DELTA_TABLES = ("visited", "links", "pages", "filtered", "near_duplicates", "recrawl")
 COMMITTED = "_COMMITTED"
 CRAWL_JSON = "crawl.json"
 REPORT_JSON = "report.json"

@@ -27,6 +27,7 @@ GROUPS = {
     "duplicates": "exact and near-duplicate pages",
     "documents": "which formats are parsed, and each document's parsing budget",
     "storage": "what the round tables keep",
+    "recrawl": "batch or incremental crawling: revisits, change estimation, freshness",
     "runner": "the round's clock; Beam's own flags (--runner, --direct_num_workers, "
               "--direct_running_mode, --job_endpoint, --environment_type, ...) pass through to Beam",
 }
@@ -210,6 +211,22 @@ ROUND_SETTINGS = {s.name: s for s in [
       "to --store (warc -> both), false removes it (both -> warc).", shown="unset"),
     S("ignore_meta_noindex", parse_bool, False, "storage",
       "Store pages even when meta robots / X-Robots-Tag says noindex (audits)."),
+    # --- recrawl (issue #13: incremental crawling) ---
+    S("mode", str, "batch", "recrawl", "batch: fetch each URL once; incremental: every round "
+      "mixes new URLs and due revisits of visited pages; vertical: topic-focused (behaves as "
+      "batch here).", one_of("batch", "incremental", "vertical")),
+    S("refetch_share", float, 0.5, "recrawl", "Incremental: revisits take at most this share "
+      "of --max_pages per round; new URLs the rest.", between(0.0, 1.0)),
+    S("refetch_policy", str, "optimal", "recrawl", "Incremental: how the revisit budget is "
+      "spread: uniform, proportional, optimal, importance, sampling, cluster.",
+      one_of("uniform", "proportional", "optimal", "importance", "sampling", "cluster")),
+    S("refetch_params", str, "", "recrawl", "KEY=VALUE,... for the revisit policy, e.g. "
+      "sample_size=2 (sampling, cluster) or k=20 (cluster)."),
+    S("expired_threshold", float, 0.5, "recrawl", "A visited page is expired when its estimated "
+      "probability of having changed since its last visit exceeds this.", between(0.0, 1.0)),
+    S("round_interval", float, 86400.0, "recrawl", "Incremental: seconds between rounds the "
+      "revisit budget is planned over, until two rounds have run (then the last gap).",
+      at_least(1.0), shown="86400 (1 day)"),
 ]}
 
 CRAWL_DIR = S("crawl_dir", str, None, "command", "Crawl directory: a local path or any Beam "

@@ -30,6 +30,7 @@ class PageSet:
     features: dict = field(default_factory=dict)
     visits: np.ndarray | None = None
     changes: np.ndarray | None = None
+    prior: float | None = None      # rate assumed for pages not yet estimated (None: the mean)
 
     def __len__(self):
         return len(self.rates)
@@ -39,6 +40,7 @@ def known_rates(pages: PageSet, prior: float | None = None) -> np.ndarray:
     """The rates with unknown (nan) entries replaced by `prior`, else by the mean of the
     known ones (a page seen once is assumed to change like the average page)."""
     r = np.asarray(pages.rates, dtype=np.float64)
+    prior = pages.prior if prior is None else prior
     bad = ~np.isfinite(r)
     if bad.any():
         fill = prior if prior is not None else (float(np.mean(r[~bad])) if (~bad).any() else 1.0)
