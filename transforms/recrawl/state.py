@@ -106,7 +106,10 @@ def select_revisits(state, now, budget, cycle, policy, max_per_host):
     prio = due_priority(freqs, np.maximum(now - last, 0.0))
     lastmod = _np(s, "lastmod", -np.inf)
     prio = np.where(lastmod > last, np.inf, prio)
-    due = np.flatnonzero(prio >= DUE)
+    # due: (now − last) × f ≥ 1; a round's budget left over goes to the most overdue pages
+    # with f > 0 not visited for a whole round gap (a round is the crawl's time step)
+    elapsed = np.maximum(now - last, 0.0)
+    due = np.flatnonzero((prio >= DUE) | ((freqs > 0) & (elapsed >= cycle * DUE)))
     order = due[np.lexsort((_np(s, "fp", 0)[due], -prio[due]))]
     hosts = np.asarray(s.column("host").to_pylist(), dtype=object)[order]
     _, codes = np.unique(hosts.astype(str), return_inverse=True) if len(order) else (None, np.zeros(0, int))
