@@ -174,7 +174,8 @@ def next_state(visited: pa.Table, prev_rows: dict, scores: dict, round_no: int, 
             row.update(intervals=int(prev.get("intervals") or 0) + 1,
                        changes=int(prev.get("changes") or 0) + int(changed),
                        interval_sum=float(prev.get("interval_sum") or 0.0)
-                       + max(now - float(prev.get("last_visit") or now), 0.0),
+                       + max(now - (now if prev.get("last_visit") is None
+                                    else float(prev["last_visit"])), 0.0),
                        changed=changed)
         out.append(row)
     table = pa.Table.from_pylist(out, schema=tables.RECRAWL) if out else tables.RECRAWL.empty_table()
