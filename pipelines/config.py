@@ -67,6 +67,7 @@ class RecrawlConfig:
     policy: object              # a strategies.recrawl.Policy
     expired_threshold: float
     round_interval: float       # seconds; the last gap between rounds replaces it
+    explore: float = 0.0        # share of the budget spread uniformly (--refetch_explore)
 
     @property
     def incremental(self) -> bool:
@@ -86,7 +87,8 @@ def recrawl(s) -> RecrawlConfig:
     except (ValueError, TypeError) as e:
         raise ConfigError(f"--refetch_policy {s.get('refetch_policy')}: {e}") from None
     return RecrawlConfig(s.get("mode", "batch"), float(s.get("refetch_share", 0.5)), policy,
-                         float(s.get("expired_threshold", 0.5)), float(s.get("round_interval", 86400.0)))
+                         float(s.get("expired_threshold", 0.5)), float(s.get("round_interval", 86400.0)),
+                         float(s.get("refetch_explore", 0.0)))
 
 
 @dataclass(frozen=True)

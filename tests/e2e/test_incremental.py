@@ -1,6 +1,8 @@
 """End-to-end: incremental crawling (issue #13) of the small simulated web on a simulated
 clock: revisits send the last visit's validators, unchanged pages answer 304 (no body, the
 bytes counted as saved), changes detected are exactly the web's true changes."""
+import shutil
+
 import pytest
 
 from pipelines.crawldir import CrawlDir
@@ -19,7 +21,7 @@ def incremental_crawl(tmp_path_factory):
         web.set_time(t0)
         d = tmp_path_factory.mktemp("incremental") / "crawl"
         crawlstate.start_crawl(web, d, "--mode", "incremental", "--refetch_share", "0.5",
-                               "--refetch_policy", "uniform")
+                               "--refetch_policy", "uniform", "--sitemaps", "true")
         # day 0: crawl until nothing new is due (revisits are not due on the same day)
         reports = crawlstate.run_rounds(d, "--until_empty", "--round_time", str(t0))
         times = [t0]
@@ -40,9 +42,13 @@ def test_revisits_send_validators_and_unchanged_pages_cost_no_body(incremental_c
     assert rec[1]["revisited"] > 50 and rec[2]["revisited"] > 50
     assert rec[1]["not_modified"] > 0 and rec[1]["bytes_saved"] > 0
     conditional = [r for r in log if r.get("headers", {}).get("If-None-Match")]
-    assert len(conditional) >= rec[1]["revisited"] + rec[2]["revisited"] - 5
-    assert sum(1 for r in log if r["status"] == 304) == rec[1]["not_modified"] + rec[2]["not_modified"]
     c = CrawlDir(str(d))
+    state = latest(c.read_table("recrawl", c.last_committed())).to_pylist()
+    assert {r["intervals"] for r in state if r["active"]} == {2}   # every page, both days
+    # a revisit sends the ETag of the last full response (sitemaps and some documents have none)
+    with_etag = sum(1 for r in state if r["active"] and r["etag"])
+    assert len(conditional) == 2 * with_etag and with_etag > 50
+    assert sum(1 for r in log if r["status"] == 304) == rec[1]["not_modified"] + rec[2]["not_modified"]
     visited = c.read_table("visited", c.last_committed())
     nm = visited.filter(visited.column("outcome").to_numpy(zero_copy_only=False) == "not_modified")
     assert nm.num_rows == rec[1]["not_modified"] + rec[2]["not_modified"]
@@ -97,3 +103,34 @@ def test_batch_mode_revisits_nothing(simweb_small, tmp_path):
     reports = crawlstate.run_rounds(d, "--rounds", "1")
     assert reports[0]["recrawl"] is None and reports[0]["page_sets"]["expired"] == 0
     assert not CrawlDir(str(d)).table_files("recrawl", 1)
+
+
+def test_sitemap_lastmod_is_recorded_as_the_pages_true_last_change(incremental_crawl):
+    web, d, _, times, _ = incremental_crawl
+    c = CrawlDir(str(d))
+    n = c.last_committed()
+    rows = c.read_table("recrawl", n).to_pylist()
+    index = {web.web.url(i): i for i in range(len(web.web.change_rate))}
+    hints = [r for r in rows if r["last_visit"] is None and r["round"] == n and r["url"] in index]
+    assert len(hints) > 20, "the revisited sitemaps gave no lastmod"
+    for r in hints:   # sitemap lastmod has whole seconds
+        assert abs(r["lastmod"] - web.web.version(index[r["url"]], times[-1])[1]) < 1.0
+
+
+@pytest.mark.parametrize("policy", ["proportional", "optimal", "importance", "sampling", "cluster"])
+def test_every_policy_runs_a_revisit_round_within_its_budget(incremental_crawl, tmp_path, policy):
+    web, d, _, times, _ = incremental_crawl
+    copy = tmp_path / "crawl"
+    shutil.copytree(d, copy)
+    t = times[-1] + DAY
+    web.set_time(t)
+    # every page was revisited in the last round: with a budget of f = K/N per page and day a
+    # page is due when its share of the budget is ≥ 1/K; K = 200 > N makes the faster ones due
+    rep = crawlstate.run_rounds(copy, "--rounds", "1", "--round_time", str(t), "--refetch_policy",
+                                policy, "--max_pages", "400", "--refetch_share", "0.5")[-1]
+    rec = rep["recrawl"]
+    assert rec["budget"] == 200 and 0 < rec["revisits_scheduled"] < rec["revisits_due"] + 1
+    assert rec["revisits_scheduled"] <= 200
+    assert rec["revisited"] == rec["revisits_scheduled"]
+    assert CrawlDir(str(copy)).read_json(CrawlDir(str(copy)).last_committed(),
+                                         "options.json")["refetch_policy"] == policy

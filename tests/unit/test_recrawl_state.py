@@ -88,10 +88,13 @@ def _state(n, rates_known=True, host_of=lambda i: f"h{i % 3}.test"):
 
 def test_revisits_respect_the_budget_and_the_host_cap_and_carry_validators():
     state = _state(30)
+    # uniform: 10 revisits a day over 30 pages, f = 1/3 per day: nothing due after one day
     rows, stats = select_revisits(state, DAY, 10, DAY, get_policy("uniform"), max_per_host=3)
-    assert rows.num_rows == 9                       # 3 hosts x 3
+    assert rows.num_rows == 0 and stats["revisits_due"] == 0
+    rows, stats = select_revisits(state, 3 * DAY, 10, DAY, get_policy("uniform"), max_per_host=3)
+    assert stats["revisits_due"] == 30 and rows.num_rows == 9      # 3 hosts x 3
     assert all(e and e.startswith('"e') for e in rows.column("etag").to_pylist())
-    rows, _ = select_revisits(state, DAY, 10, DAY, get_policy("uniform"), max_per_host=100)
+    rows, _ = select_revisits(state, 3 * DAY, 10, DAY, get_policy("uniform"), max_per_host=100)
     assert rows.num_rows == 10
 
 
@@ -107,8 +110,9 @@ def test_nothing_is_due_at_the_clock_of_the_last_visit_and_lastmod_makes_a_page_
 
 def test_optimal_revisits_the_pages_that_changed_not_the_static_ones():
     state = _state(30)        # changes (i % 5) of 4 daily intervals: 0 = static
-    rows, _ = select_revisits(state, DAY, 10, DAY, get_policy("optimal"), 100)
+    rows, _ = select_revisits(state, 5 * DAY, 10, DAY, get_policy("optimal"), 100)
     changes = {r["fp"]: r["changes"] for r in state.to_pylist()}
+    assert rows.num_rows == 10
     assert all(changes[fp] > 0 for fp in rows.column("fp").to_pylist())
 
 
@@ -120,3 +124,12 @@ def test_copy_stats_count_the_expired_set():
     assert 0 < stats["estimated_freshness"] < 1
     assert copy_stats(_state(5, rates_known=False), DAY, 0.5)["expired"] == 0
     assert math.isclose(copy_stats(_state(5), 0.0, 0.5)["estimated_freshness"], 1.0)
+
+
+def test_first_revisits_of_pages_fetched_together_spread_over_one_period():
+    state = _state(300, rates_known=False)
+    # uniform, 50 revisits/day over 300 pages: period 6 days -> about 50 more due each day
+    rows, stats = select_revisits(state, DAY, 50, DAY, get_policy("uniform"), 1000)
+    assert 30 <= stats["revisits_due"] <= 75
+    rows, stats = select_revisits(state, 6 * DAY, 50, DAY, get_policy("uniform"), 1000)
+    assert stats["revisits_due"] == 300 and rows.num_rows == 50

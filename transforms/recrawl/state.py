@@ -94,22 +94,39 @@ def copy_stats(state: pa.Table, now: float, threshold: float) -> dict:
             "rated_pages": int(np.isfinite(rates).sum())}
 
 
-def select_revisits(state, now, budget, cycle, policy, max_per_host):
+def first_phase(fps) -> np.ndarray:
+    """A deterministic phase in (0, 1] per fp (splitmix64 of the fingerprint)."""
+    x = np.asarray(fps, dtype=np.int64).view(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x = x ^ (x >> np.uint64(31))
+    return ((x >> np.uint64(11)).astype(np.float64) + 1.0) / float(2 ** 53)
+
+
+def select_revisits(state, now, budget, cycle, policy, max_per_host, explore=0.0):
     """(fetch-list rows of the due revisits, most overdue first, ≤ budget and ≤ max_per_host
-    per host; stats). A page with a sitemap lastmod newer than its last visit is due first."""
+    per host; stats). A page with a sitemap lastmod newer than its last visit is due first.
+    `explore`: share of the budget spread uniformly over the pages whatever the policy."""
     s = state.filter(pc.fill_null(state.column("active"), True)) if state.num_rows else state
     if s.num_rows == 0 or budget <= 0:
         return None, {"revisits_due": 0}
+    # a round-dependent order: the members `sampling` / `cluster` sample come first, so
+    # their samples rotate from round to round (ties between equal priorities too)
+    salt = np.int64(int(now // cycle) & 0x7FFFFFFF)
+    s = s.take(pa.array(np.argsort(first_phase(_np(s, "fp", 0) ^ salt), kind="stable")))
     pages = page_set(s, prior=1.0 / cycle)   # never revisited: assume one change per round
-    freqs = policy.frequencies(pages, budget / cycle, cycle)
+    rate = budget / cycle
+    freqs = (1 - explore) * policy.frequencies(pages, rate, cycle) + explore * rate / len(pages)
     last = _np(s, "last_visit", now)
-    prio = due_priority(freqs, np.maximum(now - last, 0.0))
+    # due once (now − last) × f ≥ φ: φ = 1 after a revisit; before a page's first revisit φ
+    # is a phase in (0, 1] hashed from its fp, so pages first fetched together do not all
+    # fall due in the same round (their first revisits spread over one period)
+    phase = np.where(_np(s, "intervals", 0) > 0, 1.0, first_phase(_np(s, "fp", 0)))
+    prio = due_priority(freqs, np.maximum(now - last, 0.0)) / phase
     lastmod = _np(s, "lastmod", -np.inf)
     prio = np.where(lastmod > last, np.inf, prio)
-    # due: (now − last) × f ≥ 1; a round's budget left over goes to the most overdue pages
-    # with f > 0 not visited for a whole round gap (a round is the crawl's time step)
-    elapsed = np.maximum(now - last, 0.0)
-    due = np.flatnonzero((prio >= DUE) | ((freqs > 0) & (elapsed >= cycle * DUE)))
+    due = np.flatnonzero(prio >= DUE)
     order = due[np.lexsort((_np(s, "fp", 0)[due], -prio[due]))]
     hosts = np.asarray(s.column("host").to_pylist(), dtype=object)[order]
     _, codes = np.unique(hosts.astype(str), return_inverse=True) if len(order) else (None, np.zeros(0, int))
