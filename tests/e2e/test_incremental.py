@@ -1,11 +1,12 @@
 """End-to-end: incremental crawling (issue #13) of the small simulated web on a simulated
 clock: revisits send the last visit's validators, unchanged pages answer 304 (no body, the
 bytes counted as saved), changes detected are exactly the web's true changes."""
-import shutil
-
 import pytest
 
+from pipelines.config import RoundConfig
 from pipelines.crawldir import CrawlDir
+from pipelines.revisits import plan_revisits
+from pipelines.settings import effective_round_settings
 from tests.e2e import crawlstate
 from tests.simweb.process import SimWebProcess
 from transforms.recrawl.state import latest
@@ -118,19 +119,16 @@ def test_sitemap_lastmod_is_recorded_as_the_pages_true_last_change(incremental_c
 
 
 @pytest.mark.parametrize("policy", ["proportional", "optimal", "importance", "sampling", "cluster"])
-def test_every_policy_runs_a_revisit_round_within_its_budget(incremental_crawl, tmp_path, policy):
-    web, d, _, times, _ = incremental_crawl
-    copy = tmp_path / "crawl"
-    shutil.copytree(d, copy)
-    t = times[-1] + DAY
-    web.set_time(t)
-    # every page was revisited in the last round: with a budget of f = K/N per page and day a
-    # page is due when its share of the budget is ≥ 1/K; K = 200 > N makes the faster ones due
-    rep = crawlstate.run_rounds(copy, "--rounds", "1", "--round_time", str(t), "--refetch_policy",
-                                policy, "--max_pages", "400", "--refetch_share", "0.5")[-1]
-    rec = rep["recrawl"]
-    assert rec["budget"] == 200 and 0 < rec["revisits_scheduled"] < rec["revisits_due"] + 1
-    assert rec["revisits_scheduled"] <= 200
-    assert rec["revisited"] == rec["revisits_scheduled"]
-    assert CrawlDir(str(copy)).read_json(CrawlDir(str(copy)).last_committed(),
-                                         "options.json")["refetch_policy"] == policy
+def test_every_policy_plans_revisits_within_its_budget_from_the_crawled_state(incremental_crawl, policy):
+    _, d, _, times, _ = incremental_crawl
+    c = CrawlDir(str(d))
+    settings = effective_round_settings({"mode": "incremental", "refetch_policy": policy,
+                                         "max_pages": 400, "refetch_share": 0.5}, {})
+    cfg = RoundConfig.build(settings, c.last_committed() + 1, times[-1] + DAY)
+    plan = plan_revisits(c, c.last_committed(), cfg)
+    # every page was revisited in the last round: with f = K/N per page and round a page is
+    # due when its share of the budget is >= 1/K; K = 200 > N makes the faster ones due
+    assert plan.stats["recrawl_budget"] == 200
+    assert 0 < len(plan) <= 200 and len(plan) <= plan.stats["recrawl_revisits_due"]
+    assert set(plan.prev_rows) == set(plan.rows.column("fp").to_pylist())
+    assert plan.stats["recrawl_cycle_seconds"] == DAY

@@ -102,6 +102,11 @@ def test_nothing_is_due_at_the_clock_of_the_last_visit_and_lastmod_makes_a_page_
     state = _state(6)
     rows, _ = select_revisits(state, 0.0, 10, DAY, get_policy("uniform"), 100)
     assert rows is None or rows.num_rows == 0
+    # never within the same round clock, whatever the budget (a crawl --until_empty on one
+    # clock must end), also for pages whose first-revisit phase is small
+    for st in (state, _state(300, rates_known=False)):
+        rows, _ = select_revisits(st, 0.0, 1000, DAY, get_policy("uniform"), 1000)
+        assert rows is None or rows.num_rows == 0
     state = state.set_column(state.schema.get_field_index("lastmod"), "lastmod",
                              pa.array([None, 10.0, None, None, None, None], pa.float64()))
     rows, _ = select_revisits(state, 60.0, 10, DAY, get_policy("uniform"), 100)
@@ -128,8 +133,23 @@ def test_copy_stats_count_the_expired_set():
 
 def test_first_revisits_of_pages_fetched_together_spread_over_one_period():
     state = _state(300, rates_known=False)
-    # uniform, 50 revisits/day over 300 pages: period 6 days -> about 50 more due each day
+    # uniform, 50 revisits/day over 300 pages: period 6 days; due in the round nearest the
+    # due time: a quarter of the phases on day 1
     rows, stats = select_revisits(state, DAY, 50, DAY, get_policy("uniform"), 1000)
-    assert 30 <= stats["revisits_due"] <= 75
+    assert 40 <= stats["revisits_due"] <= 110     # phase <= (1 + 0.5) / 6 of the pages
     rows, stats = select_revisits(state, 6 * DAY, 50, DAY, get_policy("uniform"), 1000)
     assert stats["revisits_due"] == 300 and rows.num_rows == 50
+
+
+def test_bad_revisit_settings_are_one_error_naming_the_flag():
+    from pipelines.config import ConfigError, RoundConfig
+    from pipelines.settings import ROUND_SETTINGS, UsageError, effective_round_settings
+    with pytest.raises(ConfigError, match="--refetch_params: 'sample_size' is not KEY=VALUE"):
+        RoundConfig.build(effective_round_settings({"refetch_params": "sample_size"}, {}))
+    with pytest.raises(ConfigError, match=r"--refetch_policy cluster: .*unknown parameter"):
+        RoundConfig.build(effective_round_settings({"refetch_policy": "cluster", "refetch_params": "nope=1"}, {}))
+    with pytest.raises(UsageError, match="--mode streaming: must be one of batch, incremental, vertical"):
+        ROUND_SETTINGS["mode"].coerce("streaming")
+    cfg = RoundConfig.build(effective_round_settings({"mode": "incremental", "refetch_policy": "cluster",
+                                                      "refetch_params": "k=5,sample_size=3"}, {}))
+    assert cfg.recrawl.incremental and (cfg.recrawl.policy.k, cfg.recrawl.policy.sample_size) == (5, 3)
