@@ -13,6 +13,7 @@ step takes, so a step receives the part it needs and never a raw dict:
     score        ScoreConfig      (the ordering strategy object and the PageRank path)
     warc_max_bytes  the WARC's rotation size (None when --store keeps no WARC)
     deepweb      ProbeConfig      (strategies.deepweb.planner), None with --deep_web off
+    recrawl      RecrawlConfig    (--mode, the revisit policy object; strategies.recrawl)
     refusals     {refusal key: signature} of the address guard and scope settings
                  (transforms.urls.refusals), stored with every refusal they decide
 
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from pipelines import focused
 from strategies.deepweb.planner import ProbeConfig
 from strategies.ordering import CRAWL_ORDERINGS, get_ordering, ordering_params
+from strategies.recrawl import get_policy
 from transforms.fetch import netguard
 from transforms.fetch.records import FetchConfig
 from transforms.page.fate import PageConfig
@@ -60,6 +62,37 @@ class GenerateConfig:
 class ContentSeenConfig:
     expand_duplicates: bool
     near_threshold: float
+
+
+@dataclass(frozen=True)
+class RecrawlConfig:
+    mode: str                   # batch | incremental | vertical
+    refetch_share: float
+    policy: object              # a strategies.recrawl.Policy
+    expired_threshold: float
+    round_interval: float       # seconds; the last gap between rounds replaces it
+    explore: float = 0.0        # share of the budget spread uniformly (--refetch_explore)
+
+    @property
+    def incremental(self) -> bool:
+        return self.mode == "incremental"
+
+
+def recrawl(s) -> RecrawlConfig:
+    """--mode and the revisit settings; the policy object built with --refetch_params."""
+    params = {}
+    for item in csv(s.get("refetch_params", "")):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--refetch_params: {item!r} is not KEY=VALUE")
+        params[key.strip()] = _param_value(value.strip())
+    try:
+        policy = get_policy(s.get("refetch_policy", "optimal"), **params)
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"--refetch_policy {s.get('refetch_policy')}: {e}") from None
+    return RecrawlConfig(s.get("mode", "batch"), float(s.get("refetch_share", 0.5)), policy,
+                         float(s.get("expired_threshold", 0.5)), float(s.get("round_interval", 86400.0)),
+                         float(s.get("refetch_explore", 0.0)))
 
 
 @dataclass(frozen=True)
@@ -189,6 +222,7 @@ class RoundConfig:
     progress_seconds: float = 0.0       # fetch progress line period; 0: none
     max_buffer: int = 0         # vertical crawling: the frontier's bound (0 = none)
     deepweb: ProbeConfig | None = None  # --deep_web forms: how forms are probed
+    recrawl: RecrawlConfig | None = None   # --mode and the revisit settings (issue #13)
 
     @property
     def signatures(self) -> dict:
@@ -237,6 +271,7 @@ class RoundConfig:
             progress_seconds=float(s.get("progress_seconds") or 0.0),
             max_buffer=int(s.get("max_buffer") or 0),
             deepweb=deepweb_config(s),
+            recrawl=recrawl(s),
         )
 
 

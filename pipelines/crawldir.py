@@ -37,7 +37,8 @@ from schemas import tables
 from transforms.tableio.files import read_view
 
 SNAPSHOT_TABLES = ("frontier", "hosts", "opic", "deepweb")
-DELTA_TABLES = ("visited", "links", "pages", "filtered", "near_duplicates", "docfreq", "forms")
+DELTA_TABLES = ("visited", "links", "pages", "filtered", "near_duplicates", "docfreq", "forms",
+                "recrawl")
 COMMITTED = "_COMMITTED"
 PRUNED = "_PRUNED"
 CRAWL_JSON = "crawl.json"

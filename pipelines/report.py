@@ -10,7 +10,7 @@ pages/s) and --html FILE also writes it as a page with plots (pipelines/reportht
 The round pipeline writes exact counters to rounds/N/stats.json (summed inside the
 pipeline, so they hold on every runner); the driver adds wall time and the page sets and
 commits them as report.json. The five sets follow the client's texts: downloaded,
-expired (0 until recrawling exists), pending (the URLs the next round's fetch list would
+expired (incremental mode: see README "Incremental crawling"), pending (the URLs the next round's fetch list would
 take with this round's settings), knowable (known but not scheduled: the rest of the
 frontier), and unknowable (only with a ground truth: pages of the web not yet known).
 """
@@ -107,13 +107,17 @@ def round_report(crawl, round_no, prev, settings, started, ended, result=None):
         "wall_seconds": round(wall, 3),
         "pages_per_second": round(visited / wall, 2),
         "page_sets": {
-            "downloaded": int(prev_sets.get("downloaded", 0)) + visited - sum(refused.values()),
-            "expired": 0,
+            "downloaded": int(prev_sets.get("downloaded", 0)) + visited - sum(refused.values())
+            - int(stats.get("revisited", 0)),
+            # visited pages whose estimated P(changed since the last visit) > --expired_threshold,
+            # at the round's clock before its revisits (incremental mode; 0 in batch mode)
+            "expired": int(stats.get("recrawl_expired", 0)),
             "pending": pending,
             "knowable": max(frontier - pending, 0),
             "unknowable": None,
         },
         "frontier_size": frontier,
+        "recrawl": recrawl_report(stats),
         # seconds spent in each step, summed over workers/bundles (fetch: wall time of the
         # fetch bundles; the rest: processing time), beside the round's wall time
         "time_split": {k[len("seconds_"):]: round(v, 3) for k, v in stats.items() if k.startswith("seconds_")},
@@ -123,6 +127,18 @@ def round_report(crawl, round_no, prev, settings, started, ended, result=None):
         # deep web (--deep_web forms): forms, submissions, records, templates by status (#17)
         "deep_web": {k[len("deepweb_"):]: v for k, v in stats.items() if k.startswith("deepweb_")},
     }
+
+
+def recrawl_report(stats):
+    """Incremental mode (issue #13): revisits, 304s, bytes saved, the copy's estimated state."""
+    if "recrawl_round_time" not in stats:
+        return None
+    keys = ("budget", "revisits_due", "revisits_scheduled", "expired", "estimated_freshness",
+            "rated_pages", "cycle_seconds", "round_time")
+    out = {k: stats.get(f"recrawl_{k}") for k in keys}
+    out.update({k: int(stats.get(k, 0)) for k in ("revisited", "not_modified", "bytes_saved",
+                                                  "changes_detected")})
+    return out
 
 
 def summary(report):

@@ -18,6 +18,7 @@ from pipelines import focused
 from pipelines import report as report_mod
 from pipelines.config import ConfigError, RoundConfig
 from pipelines.crawldir import CrawlDir, CrawlStateError
+from pipelines.revisits import plan_revisits
 from pipelines.roundpipeline import build_round, changed_refusal_settings, plan_round
 from pipelines.runner import run_pipeline
 from pipelines.settings import UsageError, effective_round_settings
@@ -83,8 +84,9 @@ def next_round(cmd, out=print, noted=None):
     cfg = round_config(settings, round_no, now)   # bad flags fail before any write
     cfg = focused.with_docfreq(cfg, crawl, prev)   # vertical: the crawl's document frequencies
     plan = plan_round(crawl, prev)
+    revisits = plan_revisits(crawl, prev, cfg)   # incremental mode: due revisits (else empty)
     why_not = nothing_due(crawl, prev, now, cfg.generate.max_depth)
-    if why_not and not changed_refusal_settings(crawl, cfg):
+    if why_not and not len(revisits) and not changed_refusal_settings(crawl, cfg):
         raise cli.Notice(why_not)   # (a changed guard/scope setting: the round re-admits refusals)
     if settings["allow_loopback"] and "loopback" not in noted:
         noted.add("loopback")
@@ -93,7 +95,7 @@ def next_round(cmd, out=print, noted=None):
         LOG.warning("discarded the partial output of an interrupted run of round %d", round_no)
     started = time.time()
     crawl.write_json(round_no, "options.json", settings)
-    result = run_pipeline(lambda p: build_round(p, crawl, cfg, plan), cmd.beam_argv)
+    result = run_pipeline(lambda p: build_round(p, crawl, cfg, plan, revisits=revisits), cmd.beam_argv)
     report = report_mod.round_report(crawl, round_no, prev, settings, started, time.time(), result)
     report["round_time"] = now          # the clock generate and the due tests ran at
     faults.crash_point("before_commit")

@@ -24,6 +24,7 @@ from transforms.generate.select import due_mask
 from transforms.generate.step import Generate
 from transforms.page.step import ProcessPages
 from transforms.page.visited import harvest_stats
+from transforms.recrawl.step import UpdateRecrawlState
 from transforms.score.modes import LocalScore, scores_per_row, uses_beam_pagerank
 from transforms.score.step import BoundFrontier, ScoreByBeamPageRank, ScoreWholeFrontier
 from transforms.tableio.step import ReadTables, WriteStats, WriteTable, sum_dicts
@@ -98,7 +99,7 @@ def _stale_refusal_files(files, changed):
     return out
 
 
-def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True):
+def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None):
     """Wire round `cfg.round_no`'s pipeline onto `p`; its outputs go to rounds/N/.
 
     `cfg`: the round's RoundConfig; `plan`: plan_round's (files, rows) of the committed
@@ -123,7 +124,7 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True):
     if do_fetch:
         # Generate: the top max_pages due URLs by score, at most max_per_host per host
         fetch_list = frontier | "Generate" >> Generate(cfg.now, gen.max_pages, gen.max_per_host,
-                                                       gen.max_depth)
+                                                       gen.max_depth, revisits.rows if revisits is not None else None)
         # Fetch: one element per host, each host sequentially with its delay
         fetched = {"fetch_list": fetch_list, "hosts": hosts} | "Fetch" >> Fetch(
             cfg.fetch, cfg.fetch_threads, cfg.sitemaps, cfg.scope, cfg.progress_seconds)
@@ -180,6 +181,15 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True):
                       | "BatchLinks" >> beam.BatchElements(min_batch_size=1, max_batch_size=2000)
                       | "LinkTables" >> beam.Map(candidates_and_edges, round_no))
     candidates = cand_and_edges | "Candidates" >> beam.Map(lambda ce: ce[0])
+    if do_fetch and cfg.recrawl is not None and cfg.recrawl.incremental:
+        # Recrawl state: this round's visits (and sitemap lastmods) as a delta (issue #13)
+        recrawl = ({"visited": content["visited"], "fetch_list": fetch_list, "candidates": candidates}
+                   | "RecrawlState" >> UpdateRecrawlState(revisits.prev_rows if revisits is not None else {},
+                                                          round_no, cfg.now))
+        recrawl["state"] | "WriteRecrawl" >> WriteTable(out("recrawl"), tables.RECRAWL)
+        plan_stats = {k: v for k, v in dict((revisits.stats if revisits is not None else {}),
+                                                recrawl_round_time=cfg.now).items() if v is not None}
+        stats.extend([recrawl["stats"], p | "RecrawlPlan" >> beam.Create([plan_stats])])
     edges = cand_and_edges | "Edges" >> beam.Map(lambda ce: ce[1])
     filtered = (filtered_bundles
                 | "BatchFiltered" >> beam.BatchElements(min_batch_size=1, max_batch_size=2000)

@@ -29,6 +29,7 @@ GROUPS = {
     "storage": "what the round tables keep",
     "vertical": "topic-focused crawling: the topic, its relevance and the focused strategies",
     "deepweb": "filling forms to reach records behind them (ISIT templates, keyword probing)",
+    "recrawl": "batch, incremental or vertical crawling (--mode); revisits, change estimation, freshness",
     "runner": "the round's clock; Beam's own flags (--runner, --direct_num_workers, "
               "--direct_running_mode, --job_endpoint, --environment_type, ...) pass through to Beam",
 }
@@ -223,10 +224,6 @@ ROUND_SETTINGS = {s.name: s for s in [
     S("ignore_meta_noindex", parse_bool, False, "storage",
       "Store pages even when meta robots / X-Robots-Tag says noindex (audits)."),
     # --- vertical (focused) crawling: README "Vertical crawling" ---
-    S("mode", str, "batch", "vertical", "batch (rounds over the frontier), incremental (revisit "
-      "pages as they change) or vertical (a topic-focused crawl: needs --topic or --topic_pages; "
-      "rounds go on while the harvest rate stays at or above --harvest_floor).",
-      one_of("batch", "incremental", "vertical")),
     S("topic", str, "", "vertical", "Comma-separated keywords of the topic; each visited page "
       "gets its TF-IDF cosine relevance to it (visited.relevance)."),
     S("topic_pages", str, "", "vertical", "Comma-separated example pages of the topic: files "
@@ -265,6 +262,28 @@ ROUND_SETTINGS = {s.name: s for s in [
       "is chosen when this one's results are in.", at_least(1)),
     S("deep_web_seed_words", str, "", "deepweb", "Comma-separated first words for text boxes; "
       "empty = the words of the form's page."),
+    # --- recrawl (issue #13: incremental crawling) ---
+    S("mode", str, "batch", "recrawl", "batch: fetch each URL once; incremental: every round "
+      "mixes new URLs and due revisits of visited pages (README \"Incremental crawling\"); "
+      "vertical: a topic-focused crawl, needs --topic or --topic_pages, rounds go on while the "
+      "harvest rate stays at or above --harvest_floor (README \"Vertical crawling\").",
+      one_of("batch", "incremental", "vertical")),
+    S("refetch_share", float, 0.5, "recrawl", "Incremental: revisits take at most this share "
+      "of --max_pages per round; new URLs the rest.", between(0.0, 1.0)),
+    S("refetch_policy", str, "optimal", "recrawl", "Incremental: how the revisit budget is "
+      "spread: uniform, proportional, optimal, importance, sampling, cluster.",
+      one_of("uniform", "proportional", "optimal", "importance", "sampling", "cluster")),
+    S("refetch_params", str, "", "recrawl", "KEY=VALUE,... for the revisit policy, e.g. "
+      "sample_size=2 (sampling, cluster) or k=20 (cluster)."),
+    S("refetch_explore", float, 0.1, "recrawl", "Incremental: share of the revisit budget spread "
+      "uniformly over visited pages whatever the policy, so rate estimates keep learning (a page "
+      "seen unchanged is estimated 0 and a rate policy alone would never revisit it).",
+      between(0.0, 1.0)),
+    S("expired_threshold", float, 0.5, "recrawl", "A visited page is expired when its estimated "
+      "probability of having changed since its last visit exceeds this.", between(0.0, 1.0)),
+    S("round_interval", float, 86400.0, "recrawl", "Incremental: seconds between rounds the "
+      "revisit budget is planned over, until two rounds have run (then the last gap).",
+      at_least(1.0), shown="86400 (1 day)"),
 ]}
 
 CRAWL_DIR = S("crawl_dir", str, None, "command", "Crawl directory: a local path or any Beam "

@@ -190,6 +190,33 @@ NEAR_DUPLICATES = pa.schema([
     ("cluster_round", pa.int32()),
 ])
 
+# Revisit scheduling state (incremental mode, issue #13; transforms/recrawl): one row per
+# page visited in the round (first visits and revisits), appended as a delta; a page's
+# state is its row of the latest round. Visits stay history in `visited`; this table says
+# when a visited page is due again. Times are the round's clock (--round_time).
+RECRAWL = pa.schema([
+    ("fp", pa.int64()),
+    ("url", pa.string()),
+    ("host", pa.string()),
+    ("round", pa.int32()),              # round of the last visit
+    ("last_visit", pa.float64()),       # the round clock of the last visit
+    ("intervals", pa.int32()),          # n: revisit intervals observed (visits - 1)
+    ("changes", pa.int32()),            # X: intervals in which a change was detected
+    ("interval_sum", pa.float64()),     # seconds summed over the n intervals
+    ("changed", pa.bool_()),            # the last visit detected a change
+    ("active", pa.bool_()),             # false: the last visit found no page (4xx, failed)
+    ("etag", pa.string()),              # validators of the last full response
+    ("last_modified", pa.string()),
+    ("content_fp", pa.int64()),         # body fingerprint of the last full response
+    ("bytes", pa.int64()),              # body bytes of the last full response
+    ("score", pa.float64()),            # importance: the strategy score it was fetched with
+    ("depth", pa.int32()),
+    ("discovered_round", pa.int32()),
+    ("source", pa.string()),
+    ("content_type", pa.string()),
+    ("lastmod", pa.float64()),          # newest sitemap lastmod seen for it (null: none)
+])
+
 # OPIC state (strategies/opic.py) of every known page, visited or pending; written only by
 # crawls whose strategy uses OPIC. The row with fp = 0 is the virtual page: its history is
 # the cash it has paid back to all pages (its cash is always 0 between rounds).
@@ -291,6 +318,7 @@ TABLES = {
     "docfreq": DOCFREQ,
     "forms": FORMS,
     "deepweb": DEEPWEB,
+    "recrawl": RECRAWL,
 }
 
 

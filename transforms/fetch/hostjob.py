@@ -45,7 +45,9 @@ def fetch_one_host(fetcher_factory, host, rows, state_row, progress=None):
     """Fetch one host's rows; never raises: an internal error becomes transient results.
     `progress`: a progress.FetchProgress told of the host and of each result."""
     state = fetcher_mod.HostState.from_row(state_row, host)
-    requests = [fetcher_mod.FetchRequest(url=r["url"], fp=r["fp"]) for r in rows]
+    # a revisit (incremental mode) carries the validators of its last visit: 304 if unchanged
+    requests = [fetcher_mod.FetchRequest(url=r["url"], fp=r["fp"], etag=r.get("etag"),
+                                         last_modified=r.get("last_modified")) for r in rows]
     by_fp = {r["fp"]: r for r in rows}
     if progress is not None:
         progress.host_started()

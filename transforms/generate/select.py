@@ -71,3 +71,16 @@ def split_by_host(table):
         by_host.setdefault(h, []).append(i)
     for h in sorted(by_host):
         yield h, table.take(pa.array(by_host[h], type=pa.int64()))
+
+
+def merge_fetch_list(tables, max_per_host: int):
+    """One fetch list from the revisits (first table, in priority order) and the new URLs'
+    selection: at most `max_per_host` per host, revisits kept first (incremental mode)."""
+    tables = [t for t in tables if t is not None and t.num_rows]
+    if not tables:
+        return None
+    merged = pa.concat_tables(tables, promote_options="default")
+    codes = pc.dictionary_encode(merged.column("host")).combine_chunks().indices
+    codes = codes.fill_null(-1).to_numpy(zero_copy_only=False)
+    keep = np.flatnonzero(rank_within_group(codes) < max_per_host)
+    return merged.take(pa.array(keep, type=pa.int64()))

@@ -3,7 +3,7 @@
 import apache_beam as beam
 import pyarrow as pa
 
-from transforms.generate.select import due_mask, select, split_by_host
+from transforms.generate.select import due_mask, merge_fetch_list, select, split_by_host
 
 
 class SelectCombineFn(beam.CombineFn):
@@ -39,12 +39,18 @@ class Generate(beam.PTransform):
     politeness unit of GroupByKey(host), produced here directly by the global selection.
     """
 
-    def __init__(self, now, max_pages, max_per_host, max_depth=0):
+    def __init__(self, now, max_pages, max_per_host, max_depth=0, revisits=None):
         super().__init__()
-        self.fn = SelectCombineFn(now, max_pages, max_per_host, max_depth)
+        self.fn = SelectCombineFn(now, max_pages - (revisits.num_rows if revisits is not None else 0),
+                                  max_per_host, max_depth)
+        self.revisits, self.max_per_host = revisits, max_per_host
 
     def expand(self, frontier_batches):
-        return (frontier_batches
-                | "SelectTopK" >> beam.CombineGlobally(self.fn).without_defaults()
+        selected = frontier_batches | "SelectTopK" >> beam.CombineGlobally(self.fn).without_defaults()
+        if self.revisits is not None:   # incremental: due revisits first, then new URLs
+            revisits, cap = self.revisits, self.max_per_host
+            selected = (selected | "AllSelected" >> beam.combiners.ToList()
+                        | "WithRevisits" >> beam.Map(lambda ts: merge_fetch_list([revisits] + ts, cap)))
+        return (selected
                 | "SplitByHost" >> beam.FlatMap(split_by_host)
                 | "SpreadHosts" >> beam.Reshuffle())

@@ -1,0 +1,53 @@
+"""An incremental round's revisit plan, made before the pipeline runs (issue #13).
+
+Reads the committed `recrawl` state (transforms/recrawl/state.py), lets the revisit policy
+pick the due pages within --refetch_share × --max_pages, and measures the copy (expired
+set, estimated freshness) at the round's clock. Batch rounds plan nothing.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from transforms.recrawl.state import copy_stats, latest, select_revisits
+
+
+@dataclass
+class RevisitPlan:
+    rows: pa.Table | None = None          # fetch-list rows of the revisits (with validators)
+    prev_rows: dict = field(default_factory=dict)   # fp -> previous state row, for the update
+    stats: dict = field(default_factory=dict)       # recrawl_* counters for report.json
+
+    def __len__(self):
+        return 0 if self.rows is None else self.rows.num_rows
+
+
+def round_gap(crawl, prev, default):
+    """Seconds between the last two round clocks (report's recrawl_round_time), else default."""
+    if prev is None:
+        return default
+    try:
+        last = crawl.read_report(prev).get("stats", {}).get("recrawl_round_time")
+    except Exception:
+        return default
+    return default if last is None else last
+
+
+def plan_revisits(crawl, prev, cfg) -> RevisitPlan:
+    rc = cfg.recrawl
+    if rc is None or not rc.incremental or prev is None:
+        return RevisitPlan()
+    state = latest(crawl.read_table("recrawl", prev))
+    last_clock = round_gap(crawl, prev, None)
+    cycle = (cfg.now - last_clock) if last_clock is not None and cfg.now > last_clock else rc.round_interval
+    budget = math.floor(rc.refetch_share * cfg.generate.max_pages)
+    rows, sel = select_revisits(state, cfg.now, budget, cycle, rc.policy, cfg.generate.max_per_host,
+                                rc.explore)
+    picked = set(rows.column("fp").to_pylist()) if rows is not None else set()
+    prev_rows = {r["fp"]: r for r in state.to_pylist() if r["fp"] in picked} if picked else {}
+    stats = {f"recrawl_{k}": v for k, v in copy_stats(state, cfg.now, rc.expired_threshold).items()}
+    stats.update({f"recrawl_{k}": v for k, v in sel.items()})
+    stats.update(recrawl_budget=budget, recrawl_cycle_seconds=round(cycle, 3))
+    return RevisitPlan(rows if rows is not None and rows.num_rows else None, prev_rows, stats)
