@@ -48,17 +48,15 @@ def per_connection_gaps(starts):
 def test_three_connections_each_keep_the_delay_and_never_more_than_three_at_once():
     route = InFlight(hold=0.05)
     with LocalServer({"/robots.txt": status(404), "*": route}) as srv:
-        t = time.monotonic()
         results, state = fetch(srv, 12, delay_per_host=0.2, conns_per_host=3)
-        wall = time.monotonic() - t
     assert [r.fp for r in results] == list(range(12))               # in request order
     assert [r.outcome for r in results] == [OK] * 12 and state.fetches == 13
     by, gaps = per_connection_gaps(route.starts)
     assert route.most == 3 and len(by) == 3                          # three connections, used
     # the delay runs from the end of a slot's last response: start-to-start >= hold + delay
     assert min(gaps) >= 0.2 + 0.05 - 0.01
-    # 12 pages over 3 slots: ~4 x (delay + hold), not 12 x
-    assert wall < 12 * 0.25 * 0.6
+    # 12 pages over 3 slots, each slot's requests spaced by the delay: no wall-clock bound
+    # here (CI machines are loaded); the three connections in flight at once are the speed-up
 
 
 def test_one_connection_by_default():
