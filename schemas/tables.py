@@ -105,13 +105,18 @@ VISITED = pa.schema([
     ("language", pa.string()),          # primary subtag ('en'): stated by the markup, else detected
     ("published", pa.float64()),        # date the document states it was published (epoch s)
     ("modified", pa.float64()),         # date the document states it was last modified (epoch s)
+    # JavaScript rendering (transforms/fetch/render.py, #19): the body parsed was the DOM
+    # headless Chromium rendered (false: rendering was tried and failed; null: not tried)
+    ("rendered", pa.bool_()),
+    ("render_links", pa.int32()),       # links the rendered DOM added over the static HTML
 ])
 
 # Columns added after files of SCHEMA_VERSION 1 were written: a file may lack them (readers
 # fill nulls through `conform`, and the round's file check accepts their absence).
 LATER_COLUMNS = {"visited": ("lsh_keys", "source", "refused_by", "near_cluster_fp",
                              "near_cluster_round", "doc_type", "text_chars", "description",
-                             "language", "published", "modified"),
+                             "language", "published", "modified", "rendered", "render_links"),
+                 "hosts": ("render_helped",),
                  "filtered": ("depth", "source", "refused_by"),
                  "near_duplicates": ("host", "cluster_fp", "cluster_round")}
 
@@ -146,6 +151,7 @@ HOSTS = pa.schema([
     ("consecutive_failures", pa.int32()),
     ("last_error", pa.string()),
     ("last_fetch_time", pa.float64()),
+    ("render_helped", pa.bool_()),       # --render auto: rendering found more links/text here (null: never rendered)
 ])
 
 # Filtered URLs are recorded with their reason so "every URL ever discovered is in exactly

@@ -44,7 +44,7 @@ from transforms.urls.scope import UrlFilter
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 VISITED_FROM_PAGE = ("fp", "url", "host", "depth", "discovered_round", "first_parent", "retries",
                      "fetch_time", "http_status", "content_type", "truncated", "elapsed_ms", "etag",
-                     "last_modified", "source")
+                     "last_modified", "source", "rendered", "render_links")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,378 @@
+"""Rendering JavaScript pages in headless Chromium without breaking the fetcher's promises.
+
+`BrowserPool(RenderConfig)` is one worker's browser: Debian's Chromium (never downloaded)
+driven by Playwright's async API on an event loop of its own thread, so host threads only
+wait for their own page. It is opened in `FetchHosts.setup()` and closed in `teardown()`.
+
+`HostFetcher` hands each fetched page to `BrowserPool.render_result(fetcher, result, state,
+round)`; when `renderpolicy.wants_render` says so, the page is rendered and its body becomes
+the rendered DOM (the same page parsers read it; the result says `rendered` and how many
+links rendering added). Promises kept:
+
+- every request the browser makes is intercepted (`page.route("**/*")`): the page itself is
+  answered with the body already fetched (no second request); scripts, XHR and fetch() of
+  the page's own host are fetched by the host's `HostFetcher` itself: robots.txt checked,
+  the address guard on every connection, the per-host delay counted with the host's other
+  requests (and skipped when it would overrun the page deadline), at most
+  `max_subrequests` per page, each URL once per host and round (a small cache); every
+  other request (other hosts, POSTs, images, styles, fonts, media, frames, navigations,
+  WebSockets) is refused. Chromium's own networking goes to a dead proxy, so nothing that
+  escapes interception reaches the network;
+- a page deadline (`seconds`) from the moment a browser page is free; a browser that does
+  not answer within it plus a grace is abandoned and replaced: only that page loses its
+  rendering (the static HTML is kept, with the reason `render_<why>`);
+- a fresh browser context per host (no cookies or storage shared between hosts);
+- `pages` pages rendered at once; the browser is restarted after `recycle_after` pages,
+  after a crash, and when its process tree holds more than `memory_mb` MiB resident (V8's
+  heap per renderer is capped below that too).
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import contextlib
+import logging
+import os
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from transforms.fetch.connection import Failure, origin_port
+from transforms.fetch.renderpolicy import RenderConfig, compare, found_more, wants_render
+
+log = logging.getLogger(__name__)
+
+LAUNCH_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               "--disable-dev-shm-usage", "--mute-audio",
+               # nothing may leave the browser on its own: every request is intercepted
+               "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>")
+SUBRESOURCE_TYPES = ("script", "xhr", "fetch")
+DROP_HEADERS = ("content-encoding", "content-length", "transfer-encoding", "set-cookie", "connection")
+GRACE = 10.0              # seconds past the page deadline before a browser counts as hung
+SUB_BODY_CAP = 5 * 1024 * 1024
+
+
+def unavailable(cfg: RenderConfig) -> str | None:
+    """Why rendering cannot run here (None: it can)."""
+    try:
+        import playwright.async_api  # noqa: F401
+    except ImportError:
+        return "the Python package playwright is not installed (pip install playwright)"
+    if not (os.path.isfile(cfg.browser) and os.access(cfg.browser, os.X_OK)):
+        return (f"no Chromium executable at {cfg.browser} (apt-get install chromium, "
+                "or point --render_browser at one)")
+    return None
+
+
+@dataclass
+class _Job:
+    url: str
+    body: bytes
+    content_type_header: str | None
+    origin: tuple
+    state: object
+    rnd: object
+    started: float | None = None     # monotonic time a browser page was free
+    main_served: bool = False
+    cancelled: bool = False
+    subrequests: int = 0
+    refused: dict = field(default_factory=dict)   # reason -> count
+
+
+class HostRenderSession:
+    """One host's rendering (one HostFetcher): its browser context and sub-request cache."""
+
+    def __init__(self, pool: "BrowserPool", fetcher):
+        self.pool, self.fetcher = pool, fetcher
+        self.context = self.context_browser = None
+        self.lock = threading.Lock()      # the fetcher's session: one sub-request at a time
+        self.cache: dict[str, tuple] = {}
+
+    def subrequest(self, job: _Job, url: str):
+        """(status, headers, body) for a sub-request, fetched politely; None: refuse it.
+        Runs on the pool's I/O threads while the host's own thread waits for the render."""
+        with self.lock:
+            if job.cancelled:
+                return None
+            f, cfg = self.fetcher, self.fetcher.config
+            try:
+                _scheme, host, port = origin_port(url)
+            except ValueError:
+                return _refuse(job, "bad_url")
+            if (host.lower(), port) != job.origin:
+                return _refuse(job, "other_host")
+            if url in self.cache:
+                return self.cache[url]
+            rnd = job.rnd
+            if job.subrequests >= self.pool.cfg.max_subrequests:
+                return _refuse(job, "too_many")
+            if rnd.robots_block is not None or rnd.paused_for is not None:
+                return _refuse(job, "host_paused")
+            if cfg.obey_robots and rnd.policy is not None and not rnd.policy.allowed(url, cfg.user_agent):
+                return _refuse(job, "robots_txt")
+            turn = max(rnd.last_end + f._delay(rnd), rnd.not_before)
+            if turn - f.clock() > job.started + self.pool.cfg.seconds - time.monotonic():
+                return _refuse(job, "delay_past_deadline")
+            job.subrequests += 1
+            f._wait_turn(rnd)
+            out = f._request(url, None, min(cfg.max_body, SUB_BODY_CAP), keep_body=True)
+            f._record(job.state, rnd, out, None)
+            if isinstance(out, Failure):
+                return _refuse(job, out.reason)
+            headers = {k: v for k, v in out.headers.items() if k.lower() not in DROP_HEADERS}
+            got = (out.status, headers, out.body)
+            if 200 <= out.status < 300 and not out.truncated:
+                self.cache[url] = got
+            return got
+
+    def close(self) -> None:
+        self.pool.close_context(self)
+
+
+def _refuse(job: _Job, why: str):
+    job.refused[why] = job.refused.get(why, 0) + 1
+    return None
+
+
+def _join(reason: str | None, more: str) -> str:
+    return f"{reason}; {more}" if reason else more
+
+
+class BrowserPool:
+    """A worker's headless Chromium (see the module docstring). Thread-safe."""
+
+    def __init__(self, cfg: RenderConfig):
+        self.cfg = cfg
+        self.stats = {"pages": 0, "rendered": 0, "failed": 0, "recycles": 0, "launches": 0}
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="render-loop", daemon=True)
+        self._thread.start()
+        self._io = cf.ThreadPoolExecutor(max(2, 2 * cfg.pages), thread_name_prefix="render-io")
+        try:
+            self._call(self._start(), 60)
+        except BaseException:
+            self.close()
+            raise
+
+    # -- the loop thread
+
+    def _call(self, coro, timeout):
+        fut = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return fut.result(timeout)
+        except cf.TimeoutError:
+            fut.cancel()
+            raise
+
+    async def _start(self):
+        from playwright.async_api import async_playwright
+        self._pw = await async_playwright().start()
+        self._sem = asyncio.Semaphore(max(1, self.cfg.pages))
+        self._browser, self._active, self._roots = None, {}, {}
+        self._served, self._recycle = 0, False
+        await self._current()
+
+    async def _current(self):
+        b = self._browser
+        if b is not None and (self._recycle or not b.is_connected()):
+            self.stats["recycles"] += 1
+            self._browser = None
+            if not self._active.get(b):
+                await self._close_browser(b)
+        if self._browser is None:
+            marker = f"--beamcrawl-render={uuid.uuid4().hex}"
+            args = [*LAUNCH_ARGS, f"--js-flags=--max-old-space-size={max(64, self.cfg.memory_mb // 2)}", marker]
+            b = await self._pw.chromium.launch(executable_path=self.cfg.browser, headless=True,
+                                               args=args, timeout=30_000)
+            self.stats["launches"] += 1
+            self._browser, self._served, self._recycle = b, 0, False
+            self._active[b], self._roots[b] = 0, _find_root(marker)
+        return self._browser
+
+    async def _close_browser(self, b):
+        self._active.pop(b, None)
+        self._roots.pop(b, None)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(b.close(), 10)
+
+    async def _render(self, job: _Job, session: HostRenderSession):
+        async with self._sem:
+            job.started = time.monotonic()
+            b = await self._current()
+            self._active[b] += 1
+            try:
+                return await asyncio.wait_for(self._page(job, session, b), self.cfg.seconds + 2)
+            except asyncio.TimeoutError:
+                return None, "deadline"
+            except Exception as e:   # noqa: BLE001 - a crashed page costs only this page
+                crashed = "crash" in str(e).lower() or not b.is_connected()
+                self._recycle = self._recycle or crashed
+                log.info("render: %s failed: %s", job.url, str(e).splitlines()[0] if str(e) else e)
+                return None, "crashed" if crashed else "error"
+            finally:
+                self._active[b] -= 1
+                self._served += 1
+                if self._served >= self.cfg.recycle_after or \
+                        _tree_rss(self._roots.get(b)) > self.cfg.memory_mb * 1024 * 1024:
+                    self._recycle = True
+                if b is not self._browser and not self._active.get(b):
+                    await self._close_browser(b)
+
+    async def _page(self, job, session, b):
+        if session.context is None or session.context_browser is not b:
+            if session.context is not None:
+                with contextlib.suppress(Exception):
+                    await session.context.close()
+            session.context = await b.new_context(user_agent=session.fetcher.config.user_agent,
+                                                  service_workers="block", accept_downloads=False)
+            session.context_browser = b
+        page = await session.context.new_page()
+        try:
+            await page.route("**/*", lambda route: self._route(job, session, route))
+            budget = self.cfg.seconds
+            end = job.started + budget
+            ms = lambda: max(1.0, (end - time.monotonic()) * 1000)
+            await page.goto(job.url, wait_until="domcontentloaded", timeout=ms())
+            for state in ("load", "networkidle"):   # as far as the deadline allows
+                with contextlib.suppress(Exception):
+                    await page.wait_for_load_state(state, timeout=ms())
+            return await page.content(), None
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(page.close(), 5)
+
+    async def _route(self, job, session, route):
+        req = route.request
+        try:
+            if not job.main_served and req.is_navigation_request():
+                job.main_served = True
+                headers = {"Content-Type": job.content_type_header or "text/html"}
+                await route.fulfill(status=200, headers=headers, body=job.body)
+                return
+            if req.method != "GET" or req.resource_type not in SUBRESOURCE_TYPES:
+                _refuse(job, "type_" + (req.resource_type if req.method == "GET" else "method"))
+                await route.abort("blockedbyclient")
+                return
+            got = await self._loop.run_in_executor(self._io, session.subrequest, job, req.url)
+            if got is None:
+                await route.abort("blockedbyclient")
+            else:
+                await route.fulfill(status=got[0], headers=got[1], body=got[2])
+        except Exception:   # noqa: BLE001 - the page is gone (closed, crashed, deadline)
+            log.debug("render: route of %s", req.url, exc_info=True)
+
+    # -- host threads
+
+    def render_result(self, fetcher, res, state, rnd):
+        """`res` rendered when the policy wants it (see the module docstring); else as is."""
+        host = state.host
+        if not wants_render(self.cfg, host, res, state):
+            return res
+        session = getattr(fetcher, "render_session", None)
+        if session is None:
+            session = fetcher.render_session = HostRenderSession(self, fetcher)
+        _s, hostname, port = origin_port(res.url)
+        job = _Job(res.url, res.body, res.content_type_header, (hostname.lower(), port), state, rnd)
+        html, why = self._wait(job, session)
+        with session.lock:          # no sub-request of this page runs past this point
+            job.cancelled = True
+        self.stats["pages"] += 1
+        if html is None:
+            self.stats["failed"] += 1
+            res.rendered, res.reason = False, _join(res.reason, f"render_{why}")
+            return res
+        body = html.encode("utf-8")[:fetcher.config.max_body]
+        links, text = compare(res.body, body, res.url)
+        self.stats["rendered"] += 1
+        res.body, res.content_type_header = body, "text/html; charset=utf-8"
+        res.rendered, res.render_links = True, links
+        if self.cfg.mode == "auto" and host.lower() not in self.cfg.hosts:
+            state.render_helped = bool(state.render_helped) or found_more(links, text)
+        return res
+
+    def _wait(self, job, session):
+        fut = asyncio.run_coroutine_threadsafe(self._render(job, session), self._loop)
+        while True:
+            try:
+                return fut.result(timeout=0.25)
+            except cf.TimeoutError:
+                if job.started is not None and time.monotonic() > job.started + self.cfg.seconds + GRACE:
+                    fut.cancel()      # the browser does not answer: replace it
+                    self._loop.call_soon_threadsafe(setattr, self, "_recycle", True)
+                    return None, "hung"
+            except Exception as e:   # noqa: BLE001 - e.g. the browser could not start
+                return None, "unavailable: " + (str(e).splitlines()[0] if str(e) else type(e).__name__)
+
+    def close_context(self, session: HostRenderSession) -> None:
+        ctx, session.context = session.context, None
+        if ctx is not None and self._loop.is_running():
+            with contextlib.suppress(Exception):
+                self._call(asyncio.wait_for(ctx.close(), 5), 10)
+
+    def close(self) -> None:
+        async def stop():
+            for b in list(getattr(self, "_active", {})):
+                await self._close_browser(b)
+            if getattr(self, "_pw", None) is not None:
+                with contextlib.suppress(Exception):
+                    await self._pw.stop()
+        if self._loop.is_running():
+            with contextlib.suppress(Exception):
+                self._call(stop(), 30)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+        self._io.shutdown(wait=False, cancel_futures=True)
+
+
+def open_pool(cfg: RenderConfig) -> BrowserPool | None:
+    """The worker's browser, or None when rendering is off."""
+    return BrowserPool(cfg) if cfg.on else None
+
+
+# -- memory of the browser's process tree (Linux /proc; 0 elsewhere)
+
+def _find_root(marker: str) -> int | None:
+    for pid in _pids():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if marker.encode() in f.read():
+                    return pid
+        except OSError:
+            continue
+    return None
+
+
+def _pids():
+    try:
+        return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return []
+
+
+def _tree_rss(root: int | None) -> int:
+    """Resident bytes of `root` and all its descendants."""
+    if root is None:
+        return 0
+    parent, rss = {}, {}
+    page = os.sysconf("SC_PAGE_SIZE")
+    for pid in _pids():
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            parent[pid], rss[pid] = int(fields[1]), int(fields[21]) * page
+        except (OSError, IndexError, ValueError):
+            continue
+    total, todo, seen = 0, [root], set()
+    children = {}
+    for pid, ppid in parent.items():
+        children.setdefault(ppid, []).append(pid)
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        total += rss.get(pid, 0)
+        todo.extend(children.get(pid, ()))
+    return total
