@@ -463,6 +463,9 @@ class SimWeb:
         from . import documents
         self.documents_host = (self._add_host(f"{documents.NAME}.{DOMAIN}", "documents", robots="404")
                                if cfg.documents else None)            # last: same addresses for the rest
+        from . import scripted
+        self.scripted_hosts = ([self._add_host(f"{k}.{DOMAIN}", f"scripted_{k}", robots="scripted")
+                                for k in (scripted.APP, scripted.FEED)] if cfg.scripted else [])
         # special links placed on the root page of site0
         self.special_links = []   # (url-path-on-host, host, anchor)
         for mh in self.mirrors:
@@ -476,6 +479,8 @@ class SimWeb:
             self.special_links.append((self.template_host, "/", "The simulated book"))
         if self.documents_host:
             self.special_links.append((self.documents_host, "/", "Documents of the simulated orchard"))
+        for sh in self.scripted_hosts:
+            self.special_links.append((sh, "/", f"The {sh.name.split('.')[0]} single-page application"))
         self._hostile_state = {"ratelimit_last": None, "flaky_n": 0}
 
     # ------------------------------------------------------------------ text
@@ -596,6 +601,9 @@ class SimWeb:
         if v == "crawldelay":     # slow.simweb.test (hostile only): Crawl-delay 2, /private/ off
             from .hostile import SLOW_ROBOTS
             return Response(200, [("Content-Type", "text/plain")], SLOW_ROBOTS)
+        if v == "scripted":       # app/feed.simweb.test (scripted.py): /private/ off
+            from .scripted import ROBOTS
+            return Response(200, [("Content-Type", "text/plain")], ROBOTS)
         if v == "404":
             return self._simple(404, b"<html><body>no robots here</body></html>")
         if v == "500":
@@ -666,6 +674,9 @@ class SimWeb:
         elif host.kind == "documents":
             from . import documents
             r = documents.respond(self, host, target, headers, now)
+        elif host.kind.startswith("scripted_"):
+            from . import scripted
+            r = scripted.respond(self, host, target, headers, now)
         else:
             r = self._respond_graph(host, target, headers, now)
         r.headers.append(("Date", http_date(now)))
