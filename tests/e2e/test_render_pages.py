@@ -22,11 +22,13 @@ from transforms.fetch.renderpolicy import RenderConfig
 missing = render.unavailable(RenderConfig("auto"))
 pytestmark = pytest.mark.skipif(missing is not None, reason=f"rendering unavailable: {missing}")
 DELAY = 0.2
+PAGES = 3          # pages besides / per scripted host: a short test
 
 
 @pytest.fixture(scope="module")
 def web(tmp_path_factory):
-    w = SimWebProcess("small", seed=1, workdir=tmp_path_factory.mktemp("simweb"), scripted=True)
+    w = SimWebProcess("small", seed=1, workdir=tmp_path_factory.mktemp("simweb"), scripted=True,
+                       scripted_pages=PAGES)
     try:
         yield w
     finally:
@@ -62,10 +64,10 @@ def test_with_render_auto_every_page_is_found_politely(web, tmp_path):
     assert set(visited) == _truth_urls(web)
     assert all(r["outcome"] == "ok" and r["rendered"] is True for r in visited.values())
     for url, r in visited.items():   # each page's nav links every other page of its host
-        assert r["outlinks"] == scripted.N_PAGES, url
+        assert r["outlinks"] == PAGES, url
         assert r["title"] and r["text_chars"] > 200, url
     roots = [web.web.base_url(h.name) + "/" for h in web.web.scripted_hosts]
-    assert [visited[u]["render_links"] for u in roots] == [scripted.N_PAGES] * 2
+    assert [visited[u]["render_links"] for u in roots] == [PAGES] * 2
     hosts = c.read_table("hosts", c.last_committed()).to_pylist()
     assert {h["host"]: h["render_helped"] for h in hosts} == {
         f"{h.name}:{web.port}": True for h in web.web.scripted_hosts}

@@ -61,6 +61,7 @@ class SimConfig:
     template_pages: int = 0           # > 0: docs.simweb.test, a book of this many template pages
     documents: bool = False           # files.simweb.test: PDF, Word, feeds, text (tests/simweb/documents.py)
     scripted: bool = False            # app/feed.simweb.test: links and text built by JavaScript (scripted.py)
+    scripted_pages: int = 6           # pages besides / on each scripted host
     # --- hostile -------------------------------------------------------------------------
     hostile: bool = False
     trickle_seconds: int = 20         # trickle: this many body bytes at 1 byte/s, then close

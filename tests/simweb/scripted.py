@@ -26,7 +26,7 @@ import random
 from .words import TOPICS
 
 APP, FEED = "app", "feed"
-N_PAGES = 6                       # pages besides / on each host
+N_PAGES = 6                       # pages besides / on each host (SimConfig.scripted_pages)
 ROBOTS = b"User-agent: *\nDisallow: /private/\n"
 _WORDS = " ".join(w for _, ws in TOPICS for w in ws.split()).split()
 _JS = "application/javascript"
@@ -64,9 +64,9 @@ FEED_JS = """fetch("/api/nav.json").then(function (r) { return r.json(); }).then
 ANALYTICS_JS = b"/* robots.txt disallows this file */ window.tracked = true;\n"
 
 
-def paths(kind: str) -> list[str]:
+def paths(kind: str, n: int = N_PAGES) -> list[str]:
     sub = "view" if kind == APP else "item"
-    return ["/"] + [f"/{sub}/{k}" for k in range(N_PAGES)]
+    return ["/"] + [f"/{sub}/{k}" for k in range(n)]
 
 
 def heading(kind: str, path: str) -> str:
@@ -78,8 +78,8 @@ def _text(kind: str, path: str, seed: int) -> str:
     return " ".join(r.choices(_WORDS, k=60)).capitalize() + "."
 
 
-def pages(kind: str, seed: int) -> dict:
-    return {p: {"heading": heading(kind, p), "text": _text(kind, p, seed)} for p in paths(kind)}
+def pages(kind: str, seed: int, n: int = N_PAGES) -> dict:
+    return {p: {"heading": heading(kind, p), "text": _text(kind, p, seed)} for p in paths(kind, n)}
 
 
 def shell(kind: str, path: str) -> bytes:
@@ -93,22 +93,22 @@ def shell(kind: str, path: str) -> bytes:
 
 def respond(web, host, target: str, headers: dict, now: float):
     from .model import Response
-    kind = host.kind.split("_", 1)[1]
+    kind, n = host.kind.split("_", 1)[1], web.cfg.scripted_pages
     path = target.split("#", 1)[0].split("?", 1)[0]
     if path == "/robots.txt":
         return Response(200, [("Content-Type", "text/plain")], ROBOTS)
-    if path in paths(kind):
+    if path in paths(kind, n):
         return Response(200, [("Content-Type", _HTML)], shell(kind, path))
     if path == "/private/analytics.js":
         return Response(200, [("Content-Type", _JS)], ANALYTICS_JS)
     if kind == APP and path == "/static/app.js":
         return Response(200, [("Content-Type", _JS)],
-                        (APP_JS % json.dumps(pages(kind, web.seed), sort_keys=True)).encode())
+                        (APP_JS % json.dumps(pages(kind, web.seed, n), sort_keys=True)).encode())
     if kind == FEED and path == "/static/feed.js":
         return Response(200, [("Content-Type", _JS)], FEED_JS.encode())
     if kind == FEED and path == "/api/nav.json":
         return Response(200, [("Content-Type", "application/json")],
-                        json.dumps({"pages": pages(kind, web.seed), "order": paths(kind)}).encode())
+                        json.dumps({"pages": pages(kind, web.seed, n), "order": paths(kind, n)}).encode())
     return Response(404, [("Content-Type", "text/html")], b"<html><body>Not found</body></html>")
 
 
@@ -116,6 +116,6 @@ def truth(web, host) -> list[tuple[str, str, list[tuple[str, str]]]]:
     """(url, title, [(linked url, anchor)]) of every page of `host`, links as rendered."""
     kind = host.kind.split("_", 1)[1]
     base = web.base_url(host.name)
-    ps = paths(kind)
+    ps = paths(kind, web.cfg.scripted_pages)
     return [(base + p, heading(kind, p), [(base + q, heading(kind, q)) for q in ps if q != p])
             for p in ps]

@@ -50,6 +50,7 @@ LAUNCH_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", 
                "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>")
 SUBRESOURCE_TYPES = ("script", "xhr", "fetch")
 DROP_HEADERS = ("content-encoding", "content-length", "transfer-encoding", "set-cookie", "connection")
+QUIET = 0.25             # seconds without an open request after `load`: the page is done
 GRACE = 10.0              # seconds past the page deadline before a browser counts as hung
 SUB_BODY_CAP = 5 * 1024 * 1024
 
@@ -78,6 +79,8 @@ class _Job:
     main_served: bool = False
     cancelled: bool = False
     subrequests: int = 0
+    pending: int = 0                 # intercepted requests not answered yet
+    last_activity: float = 0.0       # monotonic time a request was last answered
     refused: dict = field(default_factory=dict)   # reason -> count
 
 
@@ -86,7 +89,7 @@ class HostRenderSession:
 
     def __init__(self, pool: "BrowserPool", fetcher):
         self.pool, self.fetcher = pool, fetcher
-        self.context = self.context_browser = None
+        self.context = self.context_browser = self.page = self.job = None
         self.lock = threading.Lock()      # the fetcher's session: one sub-request at a time
         self.cache: dict[str, tuple] = {}
 
@@ -227,24 +230,36 @@ class BrowserPool:
                     await session.context.close()
             session.context = await b.new_context(user_agent=session.fetcher.config.user_agent,
                                                   service_workers="block", accept_downloads=False)
-            session.context_browser = b
-        page = await session.context.new_page()
+            session.context_browser, session.page = b, None
+        session.job = job       # the host's page is reused: its requests go to the current job
+        page = session.page
+        if page is None or page.is_closed():
+            page = session.page = await session.context.new_page()
+            await page.route("**/*", lambda route: self._route(session.job, session, route))
+        done = False
         try:
-            await page.route("**/*", lambda route: self._route(job, session, route))
             budget = self.cfg.seconds
             end = job.started + budget
             ms = lambda: max(1.0, (end - time.monotonic()) * 1000)
             await page.goto(job.url, wait_until="domcontentloaded", timeout=ms())
-            for state in ("load", "networkidle"):   # as far as the deadline allows
-                with contextlib.suppress(Exception):
-                    await page.wait_for_load_state(state, timeout=ms())
-            return await page.content(), None
+            with contextlib.suppress(Exception):     # as far as the deadline allows
+                await page.wait_for_load_state("load", timeout=ms())
+            # then quiet: every request goes through _route, so it knows when none is open
+            while time.monotonic() < end and (
+                    job.pending or time.monotonic() - job.last_activity < QUIET):
+                await asyncio.sleep(0.02)
+            html = await page.content()
+            done = True
+            return html, None
         finally:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(page.close(), 5)
+            if not done:        # a page that failed is not reused
+                session.page = None
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(page.close(), 5)
 
     async def _route(self, job, session, route):
         req = route.request
+        job.pending += 1
         try:
             if not job.main_served and req.is_navigation_request():
                 job.main_served = True
@@ -262,6 +277,9 @@ class BrowserPool:
                 await route.fulfill(status=got[0], headers=got[1], body=got[2])
         except Exception:   # noqa: BLE001 - the page is gone (closed, crashed, deadline)
             log.debug("render: route of %s", req.url, exc_info=True)
+        finally:
+            job.pending -= 1
+            job.last_activity = time.monotonic()
 
     # -- host threads
 
