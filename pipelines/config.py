@@ -111,7 +111,8 @@ def render_config(s) -> RenderConfig:
         browser=s.get("render_browser") or "/usr/bin/chromium", pages=int(s.get("render_pages") or 2),
         recycle_after=int(s.get("render_recycle") or 200), seconds=float(s.get("render_seconds") or 20),
         memory_mb=int(s.get("render_memory_mb") or 1024),
-        max_subrequests=int(s["render_subrequests"] if s.get("render_subrequests") is not None else 30))
+        max_subrequests=int(s["render_subrequests"] if s.get("render_subrequests") is not None else 30),
+        subrequest_hosts=tuple(h.lower() for h in csv(s.get("render_subrequest_hosts") or "")))
     return cfg
 
 

@@ -193,9 +193,11 @@ ROUND_SETTINGS = {s.name: s for s in [
       "and their sub-requests (which keep --delay_per_host).", at_least(1, " s")),
     S("render_memory_mb", int, 1024, "fetching", "The browser is restarted when its processes hold "
       "more than this many MiB resident.", at_least(128, " MiB")),
-    S("render_subrequests", int, 30, "fetching", "Requests (scripts, XHR, fetch) one rendered page "
-      "may make to its host; other hosts, images, styles and frames are never requested.",
-      at_least(0)),
+    S("render_subrequests", int, 30, "fetching", "Requests (scripts, XHR, fetch()) one rendered page "
+      "may make; images, styles, frames and navigations are never requested.", at_least(0)),
+    S("render_subrequest_hosts", str, "", "fetching", "Comma-separated other hosts (host or "
+      "host:port, e.g. a CDN) a rendered page's scripts may be loaded from, with their own "
+      "robots.txt and --delay_per_host (per worker); requests to any other host are refused."),
     # --- ordering ---
     S("max_pages", int, 1000, "ordering", "URLs fetched per round (the fetch list's size).", at_least(1)),
     S("strategy", str, "bfs", "ordering", "Ordering that scores the frontier: bfs, backlinks, "

@@ -137,3 +137,28 @@ def test_a_renderer_that_runs_out_of_memory_costs_only_its_page(pool):
         (fine, boom, again), _ = _fetch(pool, srv, ["/ok", "/bomb", "/ok2"])
     assert boom.rendered is False and boom.reason in ("render_crashed", "render_deadline"), boom.reason
     assert fine.rendered is True and again.rendered is True and again.render_links == 1
+
+
+@needs_browser
+def test_scripts_from_an_allowed_other_host_keep_its_robots_and_other_hosts_are_refused():
+    cdn_js = b'document.getElementById("app").innerHTML = "<a href=\\"/from-cdn\\">cdn</a>";'
+    cdn_routes = {"/robots.txt": page(b"User-agent: *\nDisallow: /blocked.js\n", "text/plain"),
+                  "/lib.js": page(cdn_js, "application/javascript"),
+                  "/blocked.js": page(b"window.x = 1;", "application/javascript")}
+    with LocalServer(cdn_routes) as cdn, LocalServer({"*": page(b"nothing", "text/plain")}) as other:
+        shell = (f'<html><body><div id="app"></div><script src="http://cdn.test:{cdn.port}/lib.js"></script>'
+                 f'<script src="http://cdn.test:{cdn.port}/blocked.js"></script>'
+                 f'<script src="http://other.test:{other.port}/x.js"></script></body></html>').encode()
+        with LocalServer({"/robots.txt": page(b"", "text/plain"), "/": page(shell)}) as srv:
+            cfg = RenderConfig("always", seconds=8.0, subrequest_hosts=("cdn.test",))
+            p = render.BrowserPool(cfg)
+            try:
+                fcfg = loopback_config({"app.test": srv, "cdn.test": cdn, "other.test": other}, render=cfg)
+                with HostFetcher(fcfg, renderer=p) as f:
+                    (res,), _ = f.fetch_host(f"app.test:{srv.port}",
+                                             [FetchRequest(f"http://app.test:{srv.port}/", 1)], None)
+            finally:
+                p.close()
+            assert srv.paths() == ["/robots.txt", "/"]
+        assert cdn.paths() == ["/robots.txt", "/lib.js"] and other.paths() == []
+    assert res.rendered is True and res.render_links == 1 and b'href="/from-cdn"' in res.body

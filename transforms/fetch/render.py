@@ -51,6 +51,7 @@ LAUNCH_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", 
 SUBRESOURCE_TYPES = ("script", "xhr", "fetch")
 DROP_HEADERS = ("content-encoding", "content-length", "transfer-encoding", "set-cookie", "connection")
 QUIET = 0.25             # seconds without an open request after `load`: the page is done
+RSS_EVERY = 1.0          # seconds between two checks of the browser's resident memory
 GRACE = 10.0              # seconds past the page deadline before a browser counts as hung
 SUB_BODY_CAP = 5 * 1024 * 1024
 
@@ -75,6 +76,7 @@ class _Job:
     origin: tuple
     state: object
     rnd: object
+    config: object = None            # the page's FetchConfig
     started: float | None = None     # monotonic time a browser page was free
     main_served: bool = False
     cancelled: bool = False
@@ -104,10 +106,18 @@ class HostRenderSession:
                 _scheme, host, port = origin_port(url)
             except ValueError:
                 return _refuse(job, "bad_url")
-            if (host.lower(), port) != job.origin:
-                return _refuse(job, "other_host")
             if url in self.cache:
                 return self.cache[url]
+            if (host.lower(), port) != job.origin:
+                if not self.pool.allows_other(host, port):
+                    return _refuse(job, "other_host")
+                if job.subrequests >= self.pool.cfg.max_subrequests:
+                    return _refuse(job, "too_many")
+                job.subrequests += 1
+                got = self.pool.other_host_request(url, host, port, job)
+                if got is not None and 200 <= got[0] < 300:
+                    self.cache[url] = got
+                return got
             rnd = job.rnd
             if job.subrequests >= self.pool.cfg.max_subrequests:
                 return _refuse(job, "too_many")
@@ -115,23 +125,43 @@ class HostRenderSession:
                 return _refuse(job, "host_paused")
             if cfg.obey_robots and rnd.policy is not None and not rnd.policy.allowed(url, cfg.user_agent):
                 return _refuse(job, "robots_txt")
-            turn = max(rnd.last_end + f._delay(rnd), rnd.not_before)
-            if turn - f.clock() > job.started + self.pool.cfg.seconds - time.monotonic():
-                return _refuse(job, "delay_past_deadline")
             job.subrequests += 1
-            f._wait_turn(rnd)
-            out = f._request(url, None, min(cfg.max_body, SUB_BODY_CAP), keep_body=True)
-            f._record(job.state, rnd, out, None)
-            if isinstance(out, Failure):
-                return _refuse(job, out.reason)
-            headers = {k: v for k, v in out.headers.items() if k.lower() not in DROP_HEADERS}
-            got = (out.status, headers, out.body)
-            if 200 <= out.status < 300 and not out.truncated:
+            got = _polite_get(f, url, job.state, rnd, job)
+            if got is not None and 200 <= got[0] < 300:
                 self.cache[url] = got
             return got
 
     def close(self) -> None:
         self.pool.close_context(self)
+
+
+def _polite_get(f, url, state, rnd, job):
+    """GET `url` with HostFetcher `f` on the politeness clock `rnd` (after robots checks):
+    the host's delay first, unless waiting would overrun the page deadline."""
+    turn = max(rnd.last_end + f._delay(rnd), rnd.not_before)
+    if turn - f.clock() > job.started + f.renderer.cfg.seconds - time.monotonic():
+        return _refuse(job, "delay_past_deadline")
+    f._wait_turn(rnd)
+    out = f._request(url, None, min(f.config.max_body, SUB_BODY_CAP), keep_body=True)
+    f._record(state, rnd, out, None)
+    if isinstance(out, Failure):
+        return _refuse(job, out.reason)
+    if out.truncated:
+        return _refuse(job, "body_cap")
+    headers = {k: v for k, v in out.headers.items() if k.lower() not in DROP_HEADERS}
+    return out.status, headers, out.body
+
+
+class _OtherHost:
+    """A host sub-requests may go to (--render_subrequest_hosts), shared by the worker's
+    pages: its robots.txt, its politeness clock, one request at a time."""
+
+    def __init__(self, fetcher, host):
+        from transforms.fetch.hostfetcher import _Round   # a late import: no cycle at load
+        from transforms.fetch.records import HostState
+        self.fetcher, self.state, self.rnd = fetcher, HostState(host), _Round(None)
+        self.rnd.robots_done = not fetcher.config.obey_robots
+        self.lock = threading.Lock()
 
 
 def _refuse(job: _Job, why: str):
@@ -153,6 +183,9 @@ class BrowserPool:
         self._thread = threading.Thread(target=self._loop.run_forever, name="render-loop", daemon=True)
         self._thread.start()
         self._io = cf.ThreadPoolExecutor(max(2, 2 * cfg.pages), thread_name_prefix="render-io")
+        self._lock = threading.Lock()
+        self._others: dict[str, _OtherHost] = {}
+        self._rss_checked = 0.0
         try:
             self._call(self._start(), 60)
         except BaseException:
@@ -217,11 +250,17 @@ class BrowserPool:
             finally:
                 self._active[b] -= 1
                 self._served += 1
-                if self._served >= self.cfg.recycle_after or \
-                        _tree_rss(self._roots.get(b)) > self.cfg.memory_mb * 1024 * 1024:
+                if self._served >= self.cfg.recycle_after or self._over_memory(b):
                     self._recycle = True
                 if b is not self._browser and not self._active.get(b):
                     await self._close_browser(b)
+
+    def _over_memory(self, b) -> bool:
+        now = time.monotonic()      # a /proc scan at most every RSS_EVERY seconds
+        if now - self._rss_checked < RSS_EVERY:
+            return False
+        self._rss_checked = now
+        return _tree_rss(self._roots.get(b)) > self.cfg.memory_mb * 1024 * 1024
 
     async def _page(self, job, session, b):
         if session.context is None or session.context_browser is not b:
@@ -281,6 +320,30 @@ class BrowserPool:
             job.pending -= 1
             job.last_activity = time.monotonic()
 
+    # -- other hosts (--render_subrequest_hosts)
+
+    def allows_other(self, host: str, port: int) -> bool:
+        allowed = self.cfg.subrequest_hosts
+        return host.lower() in allowed or f"{host.lower()}:{port}" in allowed
+
+    def other_host_request(self, url, host, port, job):
+        from transforms.fetch.hostfetcher import HostFetcher
+        key = f"{host.lower()}:{port}"
+        with self._lock:
+            o = self._others.get(key)
+            if o is None:
+                o = self._others[key] = _OtherHost(HostFetcher(job.config, renderer=self), key)
+        with o.lock:
+            if not o.rnd.robots_done:
+                o.rnd.robots_done = True
+                o.fetcher._robots(url, o.state, o.rnd)
+            cfg = o.fetcher.config
+            if o.rnd.robots_block is not None:
+                return _refuse(job, "other_host_" + o.rnd.robots_block)
+            if cfg.obey_robots and o.rnd.policy is not None and not o.rnd.policy.allowed(url, cfg.user_agent):
+                return _refuse(job, "robots_txt")
+            return _polite_get(o.fetcher, url, o.state, o.rnd, job)
+
     # -- host threads
 
     def render_result(self, fetcher, res, state, rnd):
@@ -292,18 +355,19 @@ class BrowserPool:
         if session is None:
             session = fetcher.render_session = HostRenderSession(self, fetcher)
         _s, hostname, port = origin_port(res.url)
-        job = _Job(res.url, res.body, res.content_type_header, (hostname.lower(), port), state, rnd)
+        job = _Job(res.url, res.body, res.content_type_header, (hostname.lower(), port), state, rnd,
+                   fetcher.config)
         html, why = self._wait(job, session)
         with session.lock:          # no sub-request of this page runs past this point
             job.cancelled = True
-        self.stats["pages"] += 1
+        self._count("pages")
         if html is None:
-            self.stats["failed"] += 1
+            self._count("failed")
             res.rendered, res.reason = False, _join(res.reason, f"render_{why}")
             return res
         body = html.encode("utf-8")[:fetcher.config.max_body]
         links, text = compare(res.body, body, res.url)
-        self.stats["rendered"] += 1
+        self._count("rendered")
         res.body, res.content_type_header = body, "text/html; charset=utf-8"
         res.rendered, res.render_links = True, links
         if self.cfg.mode == "auto" and host.lower() not in self.cfg.hosts:
@@ -312,16 +376,25 @@ class BrowserPool:
 
     def _wait(self, job, session):
         fut = asyncio.run_coroutine_threadsafe(self._render(job, session), self._loop)
+        t0 = time.monotonic()
         while True:
             try:
                 return fut.result(timeout=0.25)
             except cf.TimeoutError:
-                if job.started is not None and time.monotonic() > job.started + self.cfg.seconds + GRACE:
+                now = time.monotonic()
+                if job.started is not None and now > job.started + self.cfg.seconds + GRACE:
                     fut.cancel()      # the browser does not answer: replace it
                     self._loop.call_soon_threadsafe(setattr, self, "_recycle", True)
                     return None, "hung"
+                if job.started is None and now - t0 > 4 * self.cfg.seconds + GRACE:
+                    fut.cancel()      # every browser page stayed busy: keep the static HTML
+                    return None, "busy"
             except Exception as e:   # noqa: BLE001 - e.g. the browser could not start
                 return None, "unavailable: " + (str(e).splitlines()[0] if str(e) else type(e).__name__)
+
+    def _count(self, key):
+        with self._lock:
+            self.stats[key] += 1
 
     def close_context(self, session: HostRenderSession) -> None:
         ctx, session.context = session.context, None
@@ -342,6 +415,8 @@ class BrowserPool:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(10)
         self._io.shutdown(wait=False, cancel_futures=True)
+        for o in list(getattr(self, "_others", {}).values()):
+            o.fetcher.close()
 
 
 def open_pool(cfg: RenderConfig) -> BrowserPool | None:
