@@ -11,17 +11,19 @@ links rendering added). Promises kept:
 
 - every request the browser makes is intercepted (`page.route("**/*")`): the page itself is
   answered with the body already fetched (no second request); scripts, XHR and fetch() of
-  the page's own host are fetched by the host's `HostFetcher` itself: robots.txt checked,
-  the address guard on every connection, the per-host delay counted with the host's other
-  requests (and skipped when it would overrun the page deadline), at most
-  `max_subrequests` per page, each URL once per host and round (a small cache); every
-  other request (other hosts, POSTs, images, styles, fonts, media, frames, navigations,
-  WebSockets) is refused. Chromium's own networking goes to a dead proxy, so nothing that
-  escapes interception reaches the network;
+  the page's own host (and of --render_subrequest_hosts) are fetched by the host's
+  `HostFetcher` itself (rendersession.py): robots.txt checked, the address guard on every
+  connection, the per-host delay counted with the host's other requests (and skipped when
+  it would overrun the page deadline), at most `max_subrequests` per page, each URL once
+  per host and round (a small cache); every other request (other hosts, POSTs, images,
+  styles, fonts, media, frames, navigations, WebSockets) is refused. Chromium's own
+  networking goes to a dead proxy, so nothing that escapes interception reaches the network;
 - a page deadline (`seconds`) from the moment a browser page is free; a browser that does
   not answer within it plus a grace is abandoned and replaced: only that page loses its
   rendering (the static HTML is kept, with the reason `render_<why>`);
-- a fresh browser context per host (no cookies or storage shared between hosts);
+- a fresh browser context per host (no cookies or storage shared between hosts), with one
+  page reused for the host's pages; a page is done when, after `load`, no intercepted
+  request has been open for QUIET seconds (or at the deadline: the DOM as it stands);
 - `pages` pages rendered at once; the browser is restarted after `recycle_after` pages,
   after a crash, and when its process tree holds more than `memory_mb` MiB resident (V8's
   heap per renderer is capped below that too).
@@ -36,10 +38,11 @@ import os
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 
-from transforms.fetch.connection import Failure, origin_port
+from transforms.fetch.connection import origin_port
 from transforms.fetch.renderpolicy import RenderConfig, compare, found_more, wants_render
+from transforms.fetch.rendersession import (HostRenderSession, Job, OtherHosts, find_root,
+                                            refuse, tree_rss)
 
 log = logging.getLogger(__name__)
 
@@ -49,11 +52,9 @@ LAUNCH_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", 
                # nothing may leave the browser on its own: every request is intercepted
                "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>")
 SUBRESOURCE_TYPES = ("script", "xhr", "fetch")
-DROP_HEADERS = ("content-encoding", "content-length", "transfer-encoding", "set-cookie", "connection")
 QUIET = 0.25             # seconds without an open request after `load`: the page is done
 RSS_EVERY = 1.0          # seconds between two checks of the browser's resident memory
 GRACE = 10.0              # seconds past the page deadline before a browser counts as hung
-SUB_BODY_CAP = 5 * 1024 * 1024
 
 
 def unavailable(cfg: RenderConfig) -> str | None:
@@ -65,107 +66,6 @@ def unavailable(cfg: RenderConfig) -> str | None:
     if not (os.path.isfile(cfg.browser) and os.access(cfg.browser, os.X_OK)):
         return (f"no Chromium executable at {cfg.browser} (apt-get install chromium, "
                 "or point --render_browser at one)")
-    return None
-
-
-@dataclass
-class _Job:
-    url: str
-    body: bytes
-    content_type_header: str | None
-    origin: tuple
-    state: object
-    rnd: object
-    config: object = None            # the page's FetchConfig
-    started: float | None = None     # monotonic time a browser page was free
-    main_served: bool = False
-    cancelled: bool = False
-    subrequests: int = 0
-    pending: int = 0                 # intercepted requests not answered yet
-    last_activity: float = 0.0       # monotonic time a request was last answered
-    refused: dict = field(default_factory=dict)   # reason -> count
-
-
-class HostRenderSession:
-    """One host's rendering (one HostFetcher): its browser context and sub-request cache."""
-
-    def __init__(self, pool: "BrowserPool", fetcher):
-        self.pool, self.fetcher = pool, fetcher
-        self.context = self.context_browser = self.page = self.job = None
-        self.lock = threading.Lock()      # the fetcher's session: one sub-request at a time
-        self.cache: dict[str, tuple] = {}
-
-    def subrequest(self, job: _Job, url: str):
-        """(status, headers, body) for a sub-request, fetched politely; None: refuse it.
-        Runs on the pool's I/O threads while the host's own thread waits for the render."""
-        with self.lock:
-            if job.cancelled:
-                return None
-            f, cfg = self.fetcher, self.fetcher.config
-            try:
-                _scheme, host, port = origin_port(url)
-            except ValueError:
-                return _refuse(job, "bad_url")
-            if url in self.cache:
-                return self.cache[url]
-            if (host.lower(), port) != job.origin:
-                if not self.pool.allows_other(host, port):
-                    return _refuse(job, "other_host")
-                if job.subrequests >= self.pool.cfg.max_subrequests:
-                    return _refuse(job, "too_many")
-                job.subrequests += 1
-                got = self.pool.other_host_request(url, host, port, job)
-                if got is not None and 200 <= got[0] < 300:
-                    self.cache[url] = got
-                return got
-            rnd = job.rnd
-            if job.subrequests >= self.pool.cfg.max_subrequests:
-                return _refuse(job, "too_many")
-            if rnd.robots_block is not None or rnd.paused_for is not None:
-                return _refuse(job, "host_paused")
-            if cfg.obey_robots and rnd.policy is not None and not rnd.policy.allowed(url, cfg.user_agent):
-                return _refuse(job, "robots_txt")
-            job.subrequests += 1
-            got = _polite_get(f, url, job.state, rnd, job)
-            if got is not None and 200 <= got[0] < 300:
-                self.cache[url] = got
-            return got
-
-    def close(self) -> None:
-        self.pool.close_context(self)
-
-
-def _polite_get(f, url, state, rnd, job):
-    """GET `url` with HostFetcher `f` on the politeness clock `rnd` (after robots checks):
-    the host's delay first, unless waiting would overrun the page deadline."""
-    turn = max(rnd.last_end + f._delay(rnd), rnd.not_before)
-    if turn - f.clock() > job.started + f.renderer.cfg.seconds - time.monotonic():
-        return _refuse(job, "delay_past_deadline")
-    f._wait_turn(rnd)
-    out = f._request(url, None, min(f.config.max_body, SUB_BODY_CAP), keep_body=True)
-    f._record(state, rnd, out, None)
-    if isinstance(out, Failure):
-        return _refuse(job, out.reason)
-    if out.truncated:
-        return _refuse(job, "body_cap")
-    headers = {k: v for k, v in out.headers.items() if k.lower() not in DROP_HEADERS}
-    return out.status, headers, out.body
-
-
-class _OtherHost:
-    """A host sub-requests may go to (--render_subrequest_hosts), shared by the worker's
-    pages: its robots.txt, its politeness clock, one request at a time."""
-
-    def __init__(self, fetcher, host):
-        from transforms.fetch.hostfetcher import _Round   # a late import: no cycle at load
-        from transforms.fetch.records import HostState
-        self.fetcher, self.state, self.rnd = fetcher, HostState(host), _Round(None)
-        self.rnd.robots_done = not fetcher.config.obey_robots
-        self.lock = threading.Lock()
-
-
-def _refuse(job: _Job, why: str):
-    job.refused[why] = job.refused.get(why, 0) + 1
     return None
 
 
@@ -184,7 +84,7 @@ class BrowserPool:
         self._thread.start()
         self._io = cf.ThreadPoolExecutor(max(2, 2 * cfg.pages), thread_name_prefix="render-io")
         self._lock = threading.Lock()
-        self._others: dict[str, _OtherHost] = {}
+        self.others = OtherHosts(cfg.subrequest_hosts, self)   # --render_subrequest_hosts
         self._rss_checked = 0.0
         try:
             self._call(self._start(), 60)
@@ -224,7 +124,7 @@ class BrowserPool:
                                                args=args, timeout=30_000)
             self.stats["launches"] += 1
             self._browser, self._served, self._recycle = b, 0, False
-            self._active[b], self._roots[b] = 0, _find_root(marker)
+            self._active[b], self._roots[b] = 0, find_root(marker)
         return self._browser
 
     async def _close_browser(self, b):
@@ -233,7 +133,7 @@ class BrowserPool:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(b.close(), 10)
 
-    async def _render(self, job: _Job, session: HostRenderSession):
+    async def _render(self, job: Job, session: HostRenderSession):
         async with self._sem:
             job.started = time.monotonic()
             b = await self._current()
@@ -260,7 +160,7 @@ class BrowserPool:
         if now - self._rss_checked < RSS_EVERY:
             return False
         self._rss_checked = now
-        return _tree_rss(self._roots.get(b)) > self.cfg.memory_mb * 1024 * 1024
+        return tree_rss(self._roots.get(b)) > self.cfg.memory_mb * 1024 * 1024
 
     async def _page(self, job, session, b):
         if session.context is None or session.context_browser is not b:
@@ -306,7 +206,7 @@ class BrowserPool:
                 await route.fulfill(status=200, headers=headers, body=job.body)
                 return
             if req.method != "GET" or req.resource_type not in SUBRESOURCE_TYPES:
-                _refuse(job, "type_" + (req.resource_type if req.method == "GET" else "method"))
+                refuse(job, "type_" + (req.resource_type if req.method == "GET" else "method"))
                 await route.abort("blockedbyclient")
                 return
             got = await self._loop.run_in_executor(self._io, session.subrequest, job, req.url)
@@ -320,30 +220,6 @@ class BrowserPool:
             job.pending -= 1
             job.last_activity = time.monotonic()
 
-    # -- other hosts (--render_subrequest_hosts)
-
-    def allows_other(self, host: str, port: int) -> bool:
-        allowed = self.cfg.subrequest_hosts
-        return host.lower() in allowed or f"{host.lower()}:{port}" in allowed
-
-    def other_host_request(self, url, host, port, job):
-        from transforms.fetch.hostfetcher import HostFetcher
-        key = f"{host.lower()}:{port}"
-        with self._lock:
-            o = self._others.get(key)
-            if o is None:
-                o = self._others[key] = _OtherHost(HostFetcher(job.config, renderer=self), key)
-        with o.lock:
-            if not o.rnd.robots_done:
-                o.rnd.robots_done = True
-                o.fetcher._robots(url, o.state, o.rnd)
-            cfg = o.fetcher.config
-            if o.rnd.robots_block is not None:
-                return _refuse(job, "other_host_" + o.rnd.robots_block)
-            if cfg.obey_robots and o.rnd.policy is not None and not o.rnd.policy.allowed(url, cfg.user_agent):
-                return _refuse(job, "robots_txt")
-            return _polite_get(o.fetcher, url, o.state, o.rnd, job)
-
     # -- host threads
 
     def render_result(self, fetcher, res, state, rnd):
@@ -355,7 +231,7 @@ class BrowserPool:
         if session is None:
             session = fetcher.render_session = HostRenderSession(self, fetcher)
         _s, hostname, port = origin_port(res.url)
-        job = _Job(res.url, res.body, res.content_type_header, (hostname.lower(), port), state, rnd,
+        job = Job(res.url, res.body, res.content_type_header, (hostname.lower(), port), state, rnd,
                    fetcher.config)
         html, why = self._wait(job, session)
         with session.lock:          # no sub-request of this page runs past this point
@@ -415,57 +291,9 @@ class BrowserPool:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(10)
         self._io.shutdown(wait=False, cancel_futures=True)
-        for o in list(getattr(self, "_others", {}).values()):
-            o.fetcher.close()
+        self.others.close()
 
 
 def open_pool(cfg: RenderConfig) -> BrowserPool | None:
     """The worker's browser, or None when rendering is off."""
     return BrowserPool(cfg) if cfg.on else None
-
-
-# -- memory of the browser's process tree (Linux /proc; 0 elsewhere)
-
-def _find_root(marker: str) -> int | None:
-    for pid in _pids():
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if marker.encode() in f.read():
-                    return pid
-        except OSError:
-            continue
-    return None
-
-
-def _pids():
-    try:
-        return [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return []
-
-
-def _tree_rss(root: int | None) -> int:
-    """Resident bytes of `root` and all its descendants."""
-    if root is None:
-        return 0
-    parent, rss = {}, {}
-    page = os.sysconf("SC_PAGE_SIZE")
-    for pid in _pids():
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-            parent[pid], rss[pid] = int(fields[1]), int(fields[21]) * page
-        except (OSError, IndexError, ValueError):
-            continue
-    total, todo, seen = 0, [root], set()
-    children = {}
-    for pid, ppid in parent.items():
-        children.setdefault(ppid, []).append(pid)
-    while todo:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
-        total += rss.get(pid, 0)
-        todo.extend(children.get(pid, ()))
-    return total
