@@ -79,3 +79,9 @@ def test_with_render_auto_every_page_is_found_politely(web, tmp_path):
     gaps = requestlog.min_gap_per_host(log, measure="end")
     assert set(gaps) == {h.name for h in web.web.scripted_hosts}
     assert min(gaps.values()) >= DELAY * 0.95, gaps
+
+
+@pytest.mark.bench
+def test_rendering_one_host_costs_the_other_hosts_at_most_a_fifth_of_their_pages_per_second():
+    from benchmarks.bench_render import measure
+    assert measure("small", app_pages=30, rounds=2, pairs=1) >= 0.8

@@ -162,3 +162,13 @@ def test_scripts_from_an_allowed_other_host_keep_its_robots_and_other_hosts_are_
             assert srv.paths() == ["/robots.txt", "/"]
         assert cdn.paths() == ["/robots.txt", "/lib.js"] and other.paths() == []
     assert res.rendered is True and res.render_links == 1 and b'href="/from-cdn"' in res.body
+
+
+def test_render_on_without_a_browser_is_refused_with_one_error_line(tmp_path, capsys):
+    from pipelines import inject
+    from tests.unit.test_cli import refused
+    d = tmp_path / "crawl"
+    line = refused(inject.main, ["--crawl_dir", str(d), "--seed", "http://a.test/", "--render", "auto",
+                                 "--render_browser", str(tmp_path / "no-chromium")], capsys, tmp_path,
+                   "--render auto: no Chromium executable at")
+    assert "--render none" in line
