@@ -172,3 +172,35 @@ def test_render_on_without_a_browser_is_refused_with_one_error_line(tmp_path, ca
                                  "--render_browser", str(tmp_path / "no-chromium")], capsys, tmp_path,
                    "--render auto: no Chromium executable at")
     assert "--render none" in line
+
+
+STORAGE = (b'<html><body><div id="app"></div><script>'
+           b'var seen = localStorage.getItem("k") || "none"; localStorage.setItem("k", "set");'
+           b'var ck = document.cookie || "nocookie"; document.cookie = "c=1"; var a = document.createElement("a");'
+           b'a.href = "/seen-" + seen + "-" + ck; a.textContent = "x";'
+           b'document.getElementById("app").appendChild(a);</script></body></html>')
+
+
+@needs_browser
+def test_each_host_job_gets_a_fresh_context_and_pages_of_one_host_share_it(pool):
+    with LocalServer({"/robots.txt": page(b"", "text/plain"), "/": page(STORAGE), "/2": page(STORAGE)}) as srv:
+        (first, second), _ = _fetch(pool, srv, ["/", "/2"])
+        (again,), _ = _fetch(pool, srv, ["/"])          # the next host job: a new context
+    assert b'href="/seen-none-nocookie"' in first.body
+    assert b'href="/seen-set-c=1"' in second.body       # same host, same job: storage kept
+    assert b'href="/seen-none-nocookie"' in again.body
+
+
+def test_a_browser_that_cannot_start_leaves_the_static_html_with_the_reason(tmp_path):
+    pytest.importorskip("playwright.async_api", reason="the Python package playwright is not installed")
+    cfg = RenderConfig("always", browser="/bin/false", seconds=5.0)
+    p = render.BrowserPool(cfg)
+    try:
+        assert p.broken
+        with LocalServer({"/robots.txt": page(b"", "text/plain"), "/": page(SHELL)}) as srv:
+            fcfg = loopback_config({"app.test": srv}, render=cfg)
+            with HostFetcher(fcfg, renderer=p) as f:
+                (res,), _ = f.fetch_host(f"app.test:{srv.port}", [FetchRequest(f"http://app.test:{srv.port}/", 1)], None)
+    finally:
+        p.close()
+    assert (res.outcome, res.rendered, res.reason, res.body) == ("ok", False, "render_unavailable", SHELL)

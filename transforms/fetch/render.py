@@ -86,11 +86,12 @@ class BrowserPool:
         self._lock = threading.Lock()
         self.others = OtherHosts(cfg.subrequest_hosts, self)   # --render_subrequest_hosts
         self._rss_checked = 0.0
+        self.broken = None      # why the browser could not start: pages keep their static HTML
         try:
             self._call(self._start(), 60)
-        except BaseException:
-            self.close()
-            raise
+        except Exception as e:   # noqa: BLE001 - the round goes on without rendering
+            self.broken = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+            log.error("render: the browser did not start (%s); pages keep their static HTML", self.broken)
 
     # -- the loop thread
 
@@ -226,6 +227,9 @@ class BrowserPool:
         """`res` rendered when the policy wants it (see the module docstring); else as is."""
         host = state.host
         if not wants_render(self.cfg, host, res, state):
+            return res
+        if self.broken is not None:
+            res.rendered, res.reason = False, _join(res.reason, "render_unavailable")
             return res
         session = getattr(fetcher, "render_session", None)
         if session is None:
