@@ -204,3 +204,25 @@ def test_a_browser_that_cannot_start_leaves_the_static_html_with_the_reason(tmp_
     finally:
         p.close()
     assert (res.outcome, res.rendered, res.reason, res.body) == ("ok", False, "render_unavailable", SHELL)
+
+
+@needs_browser
+@pytest.mark.parametrize("limits", [dict(recycle_after=2), dict(memory_mb=1)])
+def test_the_browser_is_restarted_after_its_page_count_or_above_its_memory_cap(limits):
+    ok = b'<html><body><script>document.body.innerHTML="<a href=\\"/z\\">z</a>"</script></body></html>'
+    cfg = RenderConfig("always", seconds=8.0, **limits)
+    p = render.BrowserPool(cfg)
+    try:
+        assert render.tree_rss(p._roots[p._browser]) > 0        # the browser's processes are found
+        with LocalServer({"/robots.txt": page(b"", "text/plain"), "*": page(ok)}) as srv:
+            fcfg = loopback_config({"app.test": srv}, render=cfg)
+            with HostFetcher(fcfg, renderer=p) as f:
+                results, _ = f.fetch_host(f"app.test:{srv.port}", [
+                    FetchRequest(f"http://app.test:{srv.port}/{k}", k) for k in range(3)], None)
+    finally:
+        p.close()
+    assert [r.render_links for r in results] == [1, 1, 1]
+    if "recycle_after" in limits:
+        assert p.stats["launches"] == 2           # pages 1-2, then page 3 on a new browser
+    else:                                         # over the cap after page 1 (then checked
+        assert p.stats["launches"] >= 2           # at most once a second)
