@@ -15,7 +15,10 @@ went missing is an error naming it instead of silently fewer rows.
 
 Table kinds
 - snapshot tables (frontier, hosts, opic): a round holds the full table; the view of
-  round N is round N's files (opic only in crawls whose strategy uses OPIC).
+  round N is round N's files (opic only in crawls whose strategy uses OPIC). Only the last
+  `--keep_snapshots` rounds keep theirs (`prune_snapshots`): a round needs only the last
+  committed round's, and a crawl directory must not grow as rounds x frontier. A pruned
+  round's `_PRUNED` names what went; reading it is an error that says so.
 - delta tables (visited, links, pages, filtered, near_duplicates): a round holds only the
   rows it added; the
   view of round N is the union of the deltas of rounds 0..N. (A compaction that folds old
@@ -36,6 +39,7 @@ from transforms.tableio.files import read_view
 SNAPSHOT_TABLES = ("frontier", "hosts", "opic")
 DELTA_TABLES = ("visited", "links", "pages", "filtered", "near_duplicates")
 COMMITTED = "_COMMITTED"
+PRUNED = "_PRUNED"
 CRAWL_JSON = "crawl.json"
 REPORT_JSON = "report.json"
 WARC_DIR = "warc"
@@ -157,6 +161,28 @@ class CrawlDir:
                     json.dumps({"round": n, "tables": manifest, "full": sorted(full_tables),
                                 "warc": warc, "cdxj": cdxj}, indent=1, sort_keys=True))
 
+    def prune_snapshots(self, keep: int) -> list:
+        """Delete the snapshot tables (frontier, hosts, opic) of committed rounds older than
+        the last `keep` (0: keep all); returns the rounds pruned now. `_PRUNED` is written
+        before anything is deleted, so an interrupted prune is finished by the next one and a
+        reader never meets a half-deleted snapshot without being told."""
+        if keep <= 0:
+            return []
+        pruned = []
+        for n in self.committed_rounds()[:-keep]:
+            files = [f for t in SNAPSHOT_TABLES for f in _match(_join(self.table_dir(n, t), "*"))]
+            if not files:
+                continue
+            marker = _join(self.round_dir(n), PRUNED)
+            if not FileSystems.exists(marker):
+                _write_text(marker, json.dumps({"tables": list(SNAPSHOT_TABLES), "keep": keep}))
+            FileSystems.delete(files)
+            pruned.append(n)
+        return pruned
+
+    def pruned(self, n: int) -> bool:
+        return FileSystems.exists(_join(self.round_dir(n), PRUNED))
+
     def _warc_listing(self, n: int):
         """(WARC file names, index name or None) of round n, from the files.json its pipeline
         wrote: only files of bundles that committed. Files a retried bundle left are deleted."""
@@ -210,6 +236,11 @@ class CrawlDir:
         """The Parquet files whose union is `table` as of committed round `upto`."""
         if table in SNAPSHOT_TABLES:
             rounds = [upto]
+            if self.manifest(upto)["tables"].get(table) and self.pruned(upto):
+                raise CrawlStateError(
+                    f"round {upto}'s {table} table of {self.path} was pruned (--keep_snapshots keeps "
+                    f"only the last rounds' frontier, hosts and opic); read a later round, or crawl "
+                    f"with --keep_snapshots 0 to keep every round's.")
         elif table in DELTA_TABLES:
             rounds = []
             for n in reversed([r for r in self.committed_rounds() if r <= upto]):

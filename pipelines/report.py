@@ -1,6 +1,11 @@
 """Round reports: counters, the five page sets, and a printed summary.
 
-    python -m pipelines.report --crawl_dir D [--round N] [--ground_truth DIR]
+    beamcrawl report --crawl_dir D [--json] [--html FILE] [--ground_truth DIR]   # the whole crawl
+    beamcrawl report --crawl_dir D --round N [--json] [--ground_truth DIR]      # one round
+
+Without --round the command prints the whole crawl (pipelines/crawlsummary.py: rounds,
+growth, status codes, content types, top hosts, depths, page sets, duplicates, filters,
+pages/s) and --html FILE also writes it as a page with plots (pipelines/reporthtml.py).
 
 The round pipeline writes exact counters to rounds/N/stats.json (summed inside the
 pipeline, so they hold on every runner); the driver adds wall time and the page sets and
@@ -19,8 +24,9 @@ from pipelines import cli
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.config import settings_signatures
-from pipelines import ordering_report
+from pipelines import crawlsummary, ordering_report
 from pipelines.crawldir import CrawlDir, CrawlStateError
+from pipelines.settings import UsageError
 from transforms.contentseen.clusters import near_report
 from transforms.tableio import step as write
 from transforms.urls import refusals
@@ -171,29 +177,63 @@ def main(argv=None):
     parser = cli.FlagParser(prog="beamcrawl report", description=__doc__.split("\n\n")[0],
                             allow_abbrev=False)
     parser.add_argument("--crawl_dir", required=True, help="Crawl directory (a local path or gs://, s3://, ...).")
-    parser.add_argument("--round", type=int, default=None, help="Round to report (default: the last committed).")
+    parser.add_argument("--round", type=int, default=None,
+                        help="Report this one round (its report.json) instead of the whole crawl; "
+                             "with --html: the whole crawl up to this round.")
     parser.add_argument("--ground_truth", default=None,
                         help="Ground-truth directory (pages.parquet; pagerank.parquet or links.parquet): count "
                              "unknowable pages and show, per round, the true PageRank captured and the "
                              "relative AUC of the fetch order.")
     parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
+    parser.add_argument("--html", default=None, metavar="FILE",
+                        help="Also write the whole-crawl report with plots to FILE (one self-contained "
+                             "HTML page, images embedded).")
+    parser.add_argument("--top", type=int, default=crawlsummary.TOP,
+                        help=f"Hosts and content types listed (default: {crawlsummary.TOP}).")
     args = cli.parse_flags(parser, argv)
     if args is None:
         return 2
     crawl = CrawlDir(args.crawl_dir)
     try:
+        if args.top < 1:
+            raise UsageError(f"--top {args.top}: must be at least 1")
         crawl.read_config()
-        n = args.round if args.round is not None else crawl.last_committed()
-        if n is None or not crawl.is_committed(n):
-            raise CrawlStateError(f"{crawl.path} has no committed round {n if n is not None else ''}")
-        report = crawl.read_report(n)
+        if args.round is not None and args.html is None:
+            n = args.round
+            if not crawl.is_committed(n):
+                raise CrawlStateError(f"{crawl.path} has no committed round {n}; "
+                                      f"committed rounds: {_span(crawl.committed_rounds())}")
+            report = crawl.read_report(n)
+            if args.ground_truth:
+                report = with_ground_truth(crawl, report, args.ground_truth)
+            print(json.dumps(report, indent=2, sort_keys=True) if args.json else summary(report))
+            return 0
+        whole = crawlsummary.crawl_summary(crawl, args.round, args.top)
         if args.ground_truth:
-            report = with_ground_truth(crawl, report, args.ground_truth)
-    except CrawlStateError as e:
-        print(f"error: {e}", file=sys.stderr)
+            last = with_ground_truth(crawl, whole["last_round"], args.ground_truth)
+            whole["page_sets"] = last["page_sets"]
+            whole["ordering"] = last["ordering"]
+        if args.html:
+            from pipelines import reporthtml
+            reporthtml.write_html(whole, args.html)
+    except (CrawlStateError, UsageError) as e:
+        print(f"error: {cli.one_line(e)}", file=sys.stderr)
         return 2
-    print(json.dumps(report, indent=2, sort_keys=True) if args.json else summary(report))
+    try:
+        if args.json:
+            print(json.dumps(whole, indent=2, sort_keys=True))
+        else:
+            text = crawlsummary.summary_text(whole)
+            print("\n".join([text] + ordering_report.summary_lines(whole.get("ordering"))))
+    except BrokenPipeError:   # e.g. piped into head
+        sys.stderr.close()
+    if args.html:
+        print(f"wrote {args.html}", file=sys.stderr)
     return 0
+
+
+def _span(rounds):
+    return f"{rounds[0]}..{rounds[-1]}" if rounds else "none"
 
 
 if __name__ == "__main__":

@@ -93,8 +93,11 @@ def next_round(cmd, out=print, noted=None):
     crawl.write_json(round_no, "options.json", settings)
     result = run_pipeline(lambda p: build_round(p, crawl, cfg, plan), cmd.beam_argv)
     report = report_mod.round_report(crawl, round_no, prev, settings, started, time.time(), result)
+    report["round_time"] = now          # the clock generate and the due tests ran at
     faults.crash_point("before_commit")
     crawl.commit(round_no, report)
+    # old rounds' frontier/hosts/opic: only the last committed round's are ever read again
+    crawl.prune_snapshots(int(settings.get("keep_snapshots") or 0))
     return report
 
 

@@ -228,6 +228,9 @@ ROUND_SETTINGS = {s.name: s for s in [
     S("detect_language", parse_bool, True, "documents", "Detect a document's language (py3langid) "
       "when its markup states none."),
     # --- storage ---
+    S("keep_snapshots", int, 2, "storage", "Rounds whose frontier, hosts and opic snapshots are "
+      "kept; older rounds' are deleted after each commit (0 = keep all). Visited, links, "
+      "filtered and the archive are never pruned.", at_least(0)),
     S("store", str, "warc", "storage", "What keeps fetched content: warc (WARC 1.1 files with a "
       "CDXJ index under rounds/N/warc/), parquet (the pages table), both, or none. Noindex pages "
       "are never stored.", one_of("warc", "parquet", "both", "none")),

@@ -28,7 +28,7 @@ def crawl_args(web, crawl_dir, *extra, expand_duplicates=True):
     return ["--crawl_dir", str(crawl_dir), "--resolve_file", str(web.hostmap_file),
             "--allow_loopback", "true", "--delay_per_host", "0.05", "--deny_extensions", "",
             "--max_pages", "1000", "--max_per_host", "1000", "--allow_domains", "simweb.test",
-            "--sitemaps", "false", *expand,
+            "--sitemaps", "false", "--keep_snapshots", "0", *expand,   # tests read old rounds
             *extra]
 
 

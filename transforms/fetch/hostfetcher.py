@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 import time
 from typing import Callable
 from urllib.parse import urljoin
@@ -59,27 +58,12 @@ from transforms.fetch.records import (
     HostState,
 )
 from transforms.fetch.robotsfetch import RobotsFetching
+from transforms.fetch.hostround import HostRound
 from transforms.fetch.slots import fetch_in_slots
 
 log = logging.getLogger(__name__)
 
 # ----------------------------------------------------------------- the host fetcher
-
-class _Round:
-    """Per-fetch_host mutable state (the politeness clock, backoff, pause, parking)."""
-
-    def __init__(self, last_end: float | None):
-        self.last_end = last_end if last_end is not None else float("-inf")
-        self.not_before = float("-inf")      # Retry-After pause
-        self.failures = 0                    # consecutive failures this round
-        self.crawl_delay: float | None = None
-        self.policy: robotsmod.RobotsPolicy | None = None
-        self.robots_block: str | None = None     # reason every remaining URL waits
-        self.paused_for: float | None = None     # Retry-After beyond the cap
-        self.slow_down = 0.0                     # gap a honoured Retry-After asked for
-        self.robots_done = False                 # robots.txt consulted (or not obeyed)
-        self.lock = threading.Lock()             # connection slots share this round
-
 
 class _Observed(list):
     """A result list that shows each result to `observe` as it is appended."""
@@ -162,14 +146,14 @@ class HostFetcher(RobotsFetching):
 
     # -- politeness
 
-    def _delay(self, rnd: _Round) -> float:
+    def _delay(self, rnd: HostRound) -> float:
         base = max(self.config.delay_per_host, rnd.crawl_delay or 0.0, rnd.slow_down)
         if rnd.failures:
             cap = max(base, self.config.max_crawl_delay)
             return min(base * (2 ** rnd.failures), cap)
         return base
 
-    def _wait_turn(self, rnd: _Round) -> None:
+    def _wait_turn(self, rnd: HostRound) -> None:
         target = max(rnd.last_end + self._delay(rnd), rnd.not_before)
         now = self.clock()
         if target > now:
@@ -221,7 +205,7 @@ class HostFetcher(RobotsFetching):
 
     # -- bookkeeping
 
-    def _record(self, state: HostState, rnd: _Round, out: Response | Failure,
+    def _record(self, state: HostState, rnd: HostRound, out: Response | Failure,
                 failure_reason: str | None) -> None:
         end = self.clock()
         if isinstance(out, Failure) and not out.network:
@@ -243,7 +227,7 @@ class HostFetcher(RobotsFetching):
 
     # -- pages
 
-    def _fetch_page(self, req: FetchRequest, state: HostState, rnd: _Round) -> FetchResult:
+    def _fetch_page(self, req: FetchRequest, state: HostState, rnd: HostRound) -> FetchResult:
         headers = {}
         if req.etag:
             headers["If-None-Match"] = req.etag
@@ -324,7 +308,7 @@ class HostFetcher(RobotsFetching):
         start = self.clock()
         last = state.last_fetch_time
         # a last fetch "in the future" (clock skew between workers) must not stall the host
-        rnd = _Round(None if last is None else min(last, start))
+        rnd = HostRound(None if last is None else min(last, start))
         rnd.robots_done = not cfg.obey_robots
         for i, req in enumerate(reqs):
             results.append(self._fetch_one(req, state, rnd, start))

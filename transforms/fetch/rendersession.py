@@ -17,6 +17,9 @@ import time
 from dataclasses import dataclass, field
 
 from transforms.fetch.connection import Failure, origin_port
+from transforms.fetch.hostfetcher import HostFetcher
+from transforms.fetch.hostround import HostRound
+from transforms.fetch.records import HostState
 
 DROP_HEADERS = ("content-encoding", "content-length", "transfer-encoding", "set-cookie", "connection")
 SUB_BODY_CAP = 5 * 1024 * 1024
@@ -110,9 +113,7 @@ class _OtherHost:
     """One host of --render_subrequest_hosts: its robots.txt and politeness clock."""
 
     def __init__(self, fetcher, host):
-        from transforms.fetch.hostfetcher import _Round   # a late import: no cycle at load
-        from transforms.fetch.records import HostState
-        self.fetcher, self.state, self.rnd = fetcher, HostState(host), _Round(None)
+        self.fetcher, self.state, self.rnd = fetcher, HostState(host), HostRound(None)
         self.rnd.robots_done = not fetcher.config.obey_robots
         self.lock = threading.Lock()
 
@@ -130,7 +131,6 @@ class OtherHosts:
         return host.lower() in self.allowed or f"{host.lower()}:{port}" in self.allowed
 
     def request(self, url: str, host: str, port: int, job: Job):
-        from transforms.fetch.hostfetcher import HostFetcher
         key = f"{host.lower()}:{port}"
         with self.lock:
             o = self.hosts.get(key)

@@ -16,13 +16,13 @@ from transforms.fetch.connection import Failure, origin_port
 from transforms.fetch.records import HostState
 
 if TYPE_CHECKING:   # the per-host round state lives with the fetcher that owns it
-    from transforms.fetch.hostfetcher import _Round
+    from transforms.fetch.hostround import HostRound
 
 
 class RobotsFetching:
     """The robots.txt half of a HostFetcher (sets rnd.policy / rnd.robots_block)."""
 
-    def _robots(self, first_url: str, state: HostState, rnd: _Round) -> None:
+    def _robots(self, first_url: str, state: HostState, rnd: HostRound) -> None:
         """Sets rnd.policy (or rnd.robots_block) and the robots fields of `state`."""
         now = self.clock()
         if (state.robots_state in (robotsmod.PARSED, robotsmod.ALLOW_ALL)
@@ -36,7 +36,7 @@ class RobotsFetching:
             if rnd.crawl_delay is not None and rnd.crawl_delay > self.config.max_crawl_delay:
                 rnd.robots_block = "crawl_delay_too_long"
 
-    def _fetch_robots(self, first_url: str, state: HostState, rnd: _Round) -> None:
+    def _fetch_robots(self, first_url: str, state: HostState, rnd: HostRound) -> None:
         scheme, _host, _port = origin_port(first_url)
         parts = urlsplit(first_url)
         url = f"{scheme}://{parts.netloc.rsplit('@', 1)[-1]}/robots.txt"

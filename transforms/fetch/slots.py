@@ -14,27 +14,10 @@ from __future__ import annotations
 import logging
 import threading
 
+from transforms.fetch.hostround import SlotRound
 from transforms.fetch.records import TRANSIENT
 
 log = logging.getLogger(__name__)
-
-
-class SlotRound:
-    """One connection slot's view of the host's round: its own politeness clock
-    (`last_end`), every other field the shared round's."""
-
-    def __init__(self, shared):
-        object.__setattr__(self, "_shared", shared)
-        object.__setattr__(self, "last_end", shared.last_end)
-
-    def __getattr__(self, name):
-        return getattr(self._shared, name)
-
-    def __setattr__(self, name, value):
-        if name == "last_end":
-            object.__setattr__(self, name, value)
-        else:
-            setattr(self._shared, name, value)
 
 
 def fetch_in_slots(fetcher, reqs, state, rnd, start, results) -> None:

@@ -1,0 +1,102 @@
+"""The notebooks in notebooks/ run, top to bottom, against a small crawl (#14).
+
+Each is executed with nbclient in a kernel of this interpreter (the venv's python) against
+a two-round crawl of the small simulated web, and fails on any cell error. The notebooks
+are kept in git without outputs: a committed output fails here.
+"""
+import json
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from pipelines.crawldir import CrawlDir
+from tests.e2e import crawlstate
+
+REPO = Path(__file__).resolve().parents[2]
+NOTEBOOKS = REPO / "notebooks"
+ALL = sorted(NOTEBOOKS.glob("*.ipynb"))
+
+
+@pytest.fixture(scope="module")
+def crawl(simweb_small, tmp_path_factory):
+    """A two-round crawl, with the web's ground truth where `make demo` leaves it
+    (CRAWL-simweb/truth beside the crawl directory)."""
+    base = tmp_path_factory.mktemp("notebook_crawl")
+    d = base / "crawl"
+    crawlstate.start_crawl(simweb_small, d, "--max_pages", "40")
+    crawlstate.run_rounds(d, "--rounds", "2")
+    simweb_small.web.export(base / "crawl-simweb" / "truth")
+    return d
+
+
+def execute(path, env):
+    """Run the notebook at `path` with `env` added to the kernel's environment; return it."""
+    nb = nbformat.read(path, as_version=4)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        NotebookClient(nb, kernel_name="python3", timeout=300,
+                       resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    return nb
+
+
+def kernel_env(crawl_dir, **extra):
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    return {"BEAMCRAWL_CRAWL_DIR": str(crawl_dir), "PYTHONPATH": path, **extra}
+
+
+def outputs(nb, kind):
+    """Texts (kind 'text') or PNGs (kind 'image/png') of every code cell's outputs."""
+    found = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if kind == "text" and out.get("output_type") == "stream":
+                found.append(out["text"])
+            elif kind in out.get("data", {}):
+                found.append(out["data"][kind])
+    return found
+
+
+def test_the_kernel_is_this_interpreter():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import sys; print(sys.executable)")])
+    NotebookClient(nb, kernel_name="python3", timeout=120).execute()
+    assert outputs(nb, "text") == [sys.executable + "\n"]
+
+
+def test_crawl_overview_runs_against_a_crawl(crawl):
+    nb = execute(NOTEBOOKS / "crawl_overview.ipynb", kernel_env(crawl))
+    text = "".join(outputs(nb, "text"))
+    visited = CrawlDir(str(crawl)).read_table("visited", 2, columns=["url"]).num_rows
+    assert f"{crawl}: rounds 0..2" in text
+    assert f"visited {visited} URLs" in text          # the whole-crawl report's line
+    assert len(outputs(nb, "image/png")) >= 6          # growth, mix, hosts, depth, scores, degrees
+
+
+@pytest.mark.parametrize("truth", ["beside the crawl", "none"])
+def test_strategies_runs_over_the_truth_or_the_crawls_own_graph(crawl, truth):
+    extra = {} if truth == "beside the crawl" else {"BEAMCRAWL_GROUND_TRUTH": str(crawl) + "-no-such-truth"}
+    nb = execute(NOTEBOOKS / "strategies.ipynb", kernel_env(crawl, **extra))
+    text = "".join(outputs(nb, "text"))
+    assert ("crawl-simweb/truth" in text) == (truth == "beside the crawl")
+    assert "omniscient" in text and "this crawl (bfs)" in text
+    assert len(outputs(nb, "image/png")) == 2
+
+
+@pytest.mark.parametrize("path", ALL, ids=[p.name for p in ALL])
+def test_notebooks_are_committed_without_outputs(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert all(c["outputs"] == [] and c["execution_count"] is None for c in code), \
+        f"{path.name} has outputs: clear them before committing (Jupyter: Edit > Clear Outputs of All Cells)"
+    assert "BEAMCRAWL_CRAWL_DIR" in "".join(code[0]["source"]), "the first code cell names the crawl directory"
+
+
+def test_every_notebook_is_executed_here():
+    assert {p.name for p in ALL} == {"crawl_overview.ipynb", "strategies.ipynb"}
