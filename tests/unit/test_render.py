@@ -1,6 +1,7 @@
 """JavaScript rendering (#19): the policy (pure) and the browser pool against loopback servers.
 
 The browser tests skip when Chromium or Playwright is missing (`render.unavailable`)."""
+import contextlib
 import json
 import time
 
@@ -226,3 +227,28 @@ def test_the_browser_is_restarted_after_its_page_count_or_above_its_memory_cap(l
         assert p.stats["launches"] == 2           # pages 1-2, then page 3 on a new browser
     else:                                         # over the cap after page 1 (then checked
         assert p.stats["launches"] >= 2           # at most once a second)
+
+
+@needs_browser
+def test_a_browser_that_stops_answering_costs_only_the_page_it_was_on():
+    import os
+    import signal
+    ok = b'<html><body><script>document.body.innerHTML="<a href=\\"/w\\">w</a>"</script></body></html>'
+    cfg = RenderConfig("always", seconds=3.0)
+    p = render.BrowserPool(cfg)
+    frozen = p._roots[p._browser]
+    try:
+        with LocalServer({"/robots.txt": page(b"", "text/plain"), "*": page(ok)}) as srv:
+            fcfg = loopback_config({"app.test": srv}, render=cfg)
+            with HostFetcher(fcfg, renderer=p) as f:
+                os.kill(frozen, signal.SIGSTOP)            # the browser process hangs
+                (hung,), _ = f.fetch_host(f"app.test:{srv.port}",
+                                          [FetchRequest(f"http://app.test:{srv.port}/1", 1)], None)
+                (fine,), _ = f.fetch_host(f"app.test:{srv.port}",
+                                          [FetchRequest(f"http://app.test:{srv.port}/2", 2)], None)
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(frozen, signal.SIGKILL)
+        p.close()
+    assert hung.outcome == "ok" and hung.rendered is False and hung.reason == "render_hung"
+    assert fine.rendered is True and fine.render_links == 1 and p.stats["launches"] == 2

@@ -35,6 +35,7 @@ import concurrent.futures as cf
 import contextlib
 import logging
 import os
+import signal
 import threading
 import time
 import uuid
@@ -107,7 +108,7 @@ class BrowserPool:
         from playwright.async_api import async_playwright
         self._pw = await async_playwright().start()
         self._sem = asyncio.Semaphore(max(1, self.cfg.pages))
-        self._browser, self._active, self._roots = None, {}, {}
+        self._browser, self._active, self._roots, self._closing = None, {}, {}, set()
         self._served, self._recycle = 0, False
         await self._current()
 
@@ -117,7 +118,7 @@ class BrowserPool:
             self.stats["recycles"] += 1
             self._browser = None
             if not self._active.get(b):
-                await self._close_browser(b)
+                self._close_later(b)
         if self._browser is None:
             marker = f"--beamcrawl-render={uuid.uuid4().hex}"
             args = [*LAUNCH_ARGS, f"--js-flags=--max-old-space-size={max(64, self.cfg.memory_mb // 2)}", marker]
@@ -128,11 +129,21 @@ class BrowserPool:
             self._active[b], self._roots[b] = 0, find_root(marker)
         return self._browser
 
+    def _close_later(self, b):
+        """Close a retired browser without holding up the next page."""
+        task = self._loop.create_task(self._close_browser(b))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
     async def _close_browser(self, b):
         self._active.pop(b, None)
-        self._roots.pop(b, None)
-        with contextlib.suppress(Exception):
+        root = self._roots.pop(b, None)
+        try:
             await asyncio.wait_for(b.close(), 10)
+        except Exception:   # noqa: BLE001 - it does not answer: end the process we started
+            if root is not None:
+                with contextlib.suppress(OSError):
+                    os.kill(root, signal.SIGKILL)
 
     async def _render(self, job: Job, session: HostRenderSession):
         async with self._sem:
@@ -142,6 +153,10 @@ class BrowserPool:
             try:
                 return await asyncio.wait_for(self._page(job, session, b), self.cfg.seconds + 2)
             except asyncio.TimeoutError:
+                if not await _responsive(b):   # a browser that stopped answering is replaced
+                    self._recycle = True
+                    session.context = session.page = None
+                    return None, "hung"
                 return None, "deadline"
             except Exception as e:   # noqa: BLE001 - a crashed page costs only this page
                 crashed = "crash" in str(e).lower() or not b.is_connected()
@@ -154,7 +169,7 @@ class BrowserPool:
                 if self._served >= self.cfg.recycle_after or self._over_memory(b):
                     self._recycle = True
                 if b is not self._browser and not self._active.get(b):
-                    await self._close_browser(b)
+                    self._close_later(b)
 
     def _over_memory(self, b) -> bool:
         now = time.monotonic()      # a /proc scan at most every RSS_EVERY seconds
@@ -286,6 +301,9 @@ class BrowserPool:
         async def stop():
             for b in list(getattr(self, "_active", {})):
                 await self._close_browser(b)
+            for task in list(getattr(self, "_closing", ())):
+                with contextlib.suppress(Exception):
+                    await task
             if getattr(self, "_pw", None) is not None:
                 with contextlib.suppress(Exception):
                     await self._pw.stop()
@@ -296,6 +314,16 @@ class BrowserPool:
             self._thread.join(10)
         self._io.shutdown(wait=False, cancel_futures=True)
         self.others.close()
+
+
+async def _responsive(b, seconds=3.0) -> bool:
+    """Does the browser answer a DevTools round trip within `seconds`?"""
+    try:
+        cdp = await asyncio.wait_for(b.new_browser_cdp_session(), seconds)
+        await asyncio.wait_for(cdp.detach(), seconds)
+        return True
+    except Exception:   # noqa: BLE001 - timeout, closed, crashed: not answering
+        return False
 
 
 def open_pool(cfg: RenderConfig) -> BrowserPool | None:
