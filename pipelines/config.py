@@ -12,6 +12,7 @@ step takes, so a step receives the part it needs and never a raw dict:
     contentseen  ContentSeenConfig
     score        ScoreConfig      (the ordering strategy object and the PageRank path)
     warc_max_bytes  the WARC's rotation size (None when --store keeps no WARC)
+    deepweb      ProbeConfig      (strategies.deepweb.planner), None with --deep_web off
     refusals     {refusal key: signature} of the address guard and scope settings
                  (transforms.urls.refusals), stored with every refusal they decide
 
@@ -24,7 +25,9 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
-from strategies.ordering import CRAWL_ORDERINGS, get_ordering
+from pipelines import focused
+from strategies.deepweb.planner import ProbeConfig
+from strategies.ordering import CRAWL_ORDERINGS, get_ordering, ordering_params
 from transforms.fetch import netguard
 from transforms.fetch import render as render_mod
 from transforms.fetch.records import FetchConfig
@@ -152,8 +155,9 @@ def _param_value(text):
 
 
 def ordering(s):
-    """The strategy object named by --strategy, with its --strategy_params."""
-    params = {}
+    """The strategy object named by --strategy, with its --strategy_params (and the settings
+    named like its parameters: Shark-Search's --topic_decay, --anchor_beta, --shark_gamma)."""
+    params = ordering_params(s["strategy"], s) if s["strategy"] in CRAWL_ORDERINGS else {}
     for item in csv(s["strategy_params"]):
         key, sep, value = item.partition("=")
         if not sep:
@@ -205,6 +209,8 @@ class RoundConfig:
     refusals: tuple = ()        # sorted (key, signature) pairs; see `signatures`
     warc_max_bytes: int | None = None   # WARC files rotate at this size; None: no WARC
     progress_seconds: float = 0.0       # fetch progress line period; 0: none
+    max_buffer: int = 0         # vertical crawling: the frontier's bound (0 = none)
+    deepweb: ProbeConfig | None = None  # --deep_web forms: how forms are probed
 
     @property
     def signatures(self) -> dict:
@@ -222,6 +228,15 @@ class RoundConfig:
         near = float(s["near_duplicates"] or 0)
         parquet, warc = stores(s)
         fetch = dataclasses.replace(fetch, keep_http=warc)
+        order = ordering(s)
+        limits = ParseLimits(seconds=float(s["parse_seconds"]), max_pages=int(s["parse_max_pages"]),
+                             max_inflated=int(s["parse_max_inflated"]),
+                             text_links=bool(s["text_links"]),
+                             detect_language=bool(s["detect_language"]))
+        try:
+            focus = focused.focus_config(s, dataclasses.replace(fetch, keep_http=False), limits, order)
+        except focused.TopicError as e:
+            raise ConfigError(str(e)) from None
         return cls(
             round_no=round_no, now=now,
             generate=GenerateConfig(int(s["max_pages"]), int(s["max_per_host"]), int(s["max_depth"])),
@@ -235,16 +250,25 @@ class RoundConfig:
                             ignore_meta_noindex=bool(s["ignore_meta_noindex"]),
                             store_pages=parquet, archive=warc, minhash=near > 0,
                             guard_signature=sigs[refusals_mod.GUARD],
-                            documents=ParseLimits(
-                                seconds=float(s["parse_seconds"]),
-                                max_pages=int(s["parse_max_pages"]),
-                                max_inflated=int(s["parse_max_inflated"]),
-                                text_links=bool(s["text_links"]),
-                                detect_language=bool(s["detect_language"]))),
+                            documents=limits, focus=focus,
+                            deep_web=s.get("deep_web", "off") == "forms"),
             contentseen=ContentSeenConfig(bool(s["expand_duplicates"]), near),
-            score=ScoreConfig(ordering(s), s["pagerank_path"], int(s["pagerank_beam_edges"]),
+            score=ScoreConfig(order, s["pagerank_path"], int(s["pagerank_beam_edges"]),
                               int(s["pagerank_iterations"])),
             refusals=tuple(sorted(sigs.items())),
             warc_max_bytes=int(s.get("warc_max_bytes") or 1_000_000_000) if warc else None,
             progress_seconds=float(s.get("progress_seconds") or 0.0),
+            max_buffer=int(s.get("max_buffer") or 0),
+            deepweb=deepweb_config(s),
         )
+
+
+def deepweb_config(s) -> ProbeConfig | None:
+    """The deep-web probing settings (--deep_web_*), None with --deep_web off."""
+    if s.get("deep_web", "off") != "forms":
+        return None
+    return ProbeConfig(informative=float(s["deep_web_informative"]),
+                       max_dimension=int(s["deep_web_max_dimension"]),
+                       samples=int(s["deep_web_samples"]), budget=int(s["deep_web_budget"]),
+                       words_per_round=int(s["deep_web_words_per_round"]),
+                       seed_words=csv(s["deep_web_seed_words"]))

@@ -11,6 +11,7 @@ import sys
 
 # pipelines.cli first: it quiets the log lines Beam prints while it is imported
 from pipelines import cli
+from pipelines import focused
 from pipelines import report as report_mod
 from pipelines import round as round_mod
 from pipelines.crawldir import CrawlDir
@@ -47,6 +48,9 @@ def run_crawl(argv, out=print):
         reports.append(report)
         downloaded = report["page_sets"]["downloaded"]
         out(report_mod.summary(report))
+        if focused.stop_reason(report):   # --mode vertical: the harvest rate fell below the floor
+            out(focused.stop_reason(report))
+            break
         if report["page_sets"]["pending"] == 0 and report["frontier_size"] == 0:
             break  # nothing left at all
         if v["until_empty"] and report["page_sets"]["pending"] == 0 and report["fetched"] == 0:

@@ -36,8 +36,8 @@ from apache_beam.io.filesystems import FileSystems
 from schemas import tables
 from transforms.tableio.files import read_view
 
-SNAPSHOT_TABLES = ("frontier", "hosts", "opic")
-DELTA_TABLES = ("visited", "links", "pages", "filtered", "near_duplicates")
+SNAPSHOT_TABLES = ("frontier", "hosts", "opic", "deepweb")
+DELTA_TABLES = ("visited", "links", "pages", "filtered", "near_duplicates", "docfreq", "forms")
 COMMITTED = "_COMMITTED"
 PRUNED = "_PRUNED"
 CRAWL_JSON = "crawl.json"

@@ -24,7 +24,7 @@ from pipelines import cli
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.config import settings_signatures
-from pipelines import crawlsummary, ordering_report
+from pipelines import crawlsummary, focused, ordering_report
 from pipelines.crawldir import CrawlDir, CrawlStateError
 from pipelines.settings import UsageError
 from transforms.contentseen.clusters import near_report
@@ -118,6 +118,10 @@ def round_report(crawl, round_no, prev, settings, started, ended, result=None):
         # fetch bundles; the rest: processing time), beside the round's wall time
         "time_split": {k[len("seconds_"):]: round(v, 3) for k, v in stats.items() if k.startswith("seconds_")},
         "stats": stats,
+        # vertical crawling: harvest rate this round and its running curve (pipelines/focused.py)
+        **({"harvest": h} if (h := focused.harvest(stats, prev_report, settings)) else {}),
+        # deep web (--deep_web forms): forms, submissions, records, templates by status (#17)
+        "deep_web": {k[len("deepweb_"):]: v for k, v in stats.items() if k.startswith("deepweb_")},
     }
 
 
@@ -139,7 +143,13 @@ def summary(report):
         lines.append(f"  near-duplicates: {report['content_seen']['near_duplicates']} pages in "
                      f"{near['clusters']} clusters (largest {near['largest']}); most: " + ", ".join(
                          f"{h['host']} {h['pages']} ({(h['share'] or 0):.0%})" for h in near["hosts"][:3]))
+    dw = report.get("deep_web") or {}
+    if dw:
+        lines.append(f"  deep web: {dw.get('forms', 0)} forms, {dw.get('submissions', 0)} submissions "
+                     f"({dw.get('submitted_round', 0)} this round), {dw.get('records', 0)} records on "
+                     f"result pages, {dw.get('result_pages', 0)} result pages queued")
     lines += ordering_report.summary_lines(report.get("ordering"))
+    lines += focused.summary_line(report)
     return "\n".join(lines + refusal_hints(report))
 
 

@@ -14,6 +14,7 @@ import time
 
 # pipelines.cli first: it quiets the log lines Beam prints while it is imported
 from pipelines import cli
+from pipelines import focused
 from pipelines import report as report_mod
 from pipelines.config import ConfigError, RoundConfig
 from pipelines.crawldir import CrawlDir, CrawlStateError
@@ -80,6 +81,7 @@ def next_round(cmd, out=print, noted=None):
     settings = effective_round_settings(cmd.given, config.get("round_defaults", {}))
     now = time.time() if cmd.values.get("round_time") is None else cmd.values["round_time"]
     cfg = round_config(settings, round_no, now)   # bad flags fail before any write
+    cfg = focused.with_docfreq(cfg, crawl, prev)   # vertical: the crawl's document frequencies
     plan = plan_round(crawl, prev)
     why_not = nothing_due(crawl, prev, now, cfg.generate.max_depth)
     if why_not and not changed_refusal_settings(crawl, cfg):

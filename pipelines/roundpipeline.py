@@ -18,12 +18,14 @@ from schemas import tables
 from transforms.archive.step import WriteWarc
 from transforms.contentseen.oldside import OLD_COLUMNS
 from transforms.contentseen.step import ApplyContentSeen
+from transforms.deepweb.step import ProbeForms
 from transforms.fetch.step import Fetch
 from transforms.generate.select import due_mask
 from transforms.generate.step import Generate
 from transforms.page.step import ProcessPages
+from transforms.page.visited import harvest_stats
 from transforms.score.modes import LocalScore, scores_per_row, uses_beam_pagerank
-from transforms.score.step import ScoreByBeamPageRank, ScoreWholeFrontier
+from transforms.score.step import BoundFrontier, ScoreByBeamPageRank, ScoreWholeFrontier
 from transforms.tableio.step import ReadTables, WriteStats, WriteTable, sum_dicts
 from transforms.urls import refusals
 from transforms.urlseen.candidates import candidates_and_edges, filtered_table
@@ -32,7 +34,7 @@ from transforms.urlseen.step import ReadmitRefused, UrlSeen
 BUCKET_ROWS = 200_000   # target rows per URL-seen bucket (frontier + seen)
 MIN_BUCKETS = 4
 VISITED_ROW_GROUP = 16 * 1024   # rows; see contentseen's phase 2 (bench_contentseen)
-INPUT_TABLES = ("frontier", "visited", "filtered", "hosts", "opic", "links")
+INPUT_TABLES = ("frontier", "visited", "filtered", "hosts", "opic", "links", "deepweb")
 
 
 def plan_round(crawl, prev):
@@ -138,10 +140,15 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True):
                             | "AllFilteredBundles" >> beam.Flatten())
         visited_fps = content["visited"] | "VisitedFps" >> beam.Map(lambda t: t.select(["fp"]))
         stats.extend([fetched["stats"], paged["stats"], content["stats"]])
+        if cfg.page.focus is not None:   # vertical: relevant pages of the round (the harvest)
+            stats.append(content["visited"] | "HarvestStats" >> beam.Map(
+                harvest_stats, cfg.page.focus.threshold))
         # small row groups: content-seen reads url/minhash of only the row groups with hits
         content["visited"] | "WriteVisited" >> WriteTable(out("visited"), tables.VISITED, VISITED_ROW_GROUP)
         content["pages"] | "WritePages" >> WriteTable(out("pages"), tables.PAGES)
         content["near"] | "WriteNear" >> WriteTable(out("near_duplicates"), tables.NEAR_DUPLICATES)
+        if paged["docfreq"] is not None:   # vertical: this round's document frequencies
+            paged["docfreq"] | "WriteDocFreq" >> WriteTable(out("docfreq"), tables.DOCFREQ)
         if cfg.warc_max_bytes:   # Archive: the fetches as WARC files and their CDXJ index
             stats.append(paged["archive"] | "WriteWarc" >> WriteWarc(
                 crawl.warc_dir(round_no), round_no, cfg.warc_max_bytes, {"round": str(round_no)}))
@@ -151,6 +158,18 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True):
         filtered_bundles = p | "NoFiltered" >> beam.Create([], reshuffle=False)
         new_hosts = hosts
         visited_fps = p | "NoVisited" >> beam.Create([], reshuffle=False).with_output_types(pa.Table)
+
+    # Deep web: forms and their results -> the next submissions, as frontier candidates
+    deepweb_state = _read(p, "DeepWeb", files["deepweb"], tables.DEEPWEB)
+    if do_fetch and cfg.deepweb is not None:
+        probed = ({"found": paged["deepweb"], "state": deepweb_state}
+                  | "ProbeForms" >> ProbeForms(round_no, cfg.deepweb, cfg.scope))
+        link_bundles = (link_bundles, probed["links"]) | "WithSubmissions" >> beam.Flatten()
+        filtered_bundles = (filtered_bundles, probed["filtered"]) | "WithFilteredSubmissions" >> beam.Flatten()
+        probed["forms"] | "WriteForms" >> WriteTable(out("forms"), tables.FORMS)
+        deepweb_state = probed["state"]
+        stats.append(probed["stats"])
+    deepweb_state | "WriteDeepWeb" >> WriteTable(out("deepweb"), tables.DEEPWEB)
 
     if seeds:
         seed_bundles = p | "Seeds" >> beam.Create(list(seeds), reshuffle=False)
@@ -202,6 +221,12 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True):
         stats.append(scored["stats"])
         scored["opic"] | "WriteOpic" >> WriteTable(out("opic"), tables.OPIC)
     stats.append(merged["stats"])
+    new_filtered = merged["filtered"]
+    if cfg.max_buffer:   # MAX_BUFFER: the lowest-scored URLs leave as filtered (buffer_full)
+        bounded = new_frontier | "BoundFrontier" >> BoundFrontier(cfg.max_buffer, round_no)
+        new_frontier = bounded["frontier"]
+        new_filtered = (new_filtered, bounded["filtered"]) | "WithBufferFull" >> beam.Flatten()
+        stats.append(bounded["stats"])
     pending = (new_frontier
                | "Schedulable" >> beam.Map(_schedulable, cfg.now, gen.max_depth)
                | "SumSchedulable" >> beam.CombineGlobally(sum_dicts)
@@ -210,7 +235,7 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True):
 
     # write round N: frontier, filtered, links, hosts and the counters of the report
     new_frontier | "WriteFrontier" >> WriteTable(out("frontier"), tables.FRONTIER)
-    merged["filtered"] | "WriteFiltered" >> WriteTable(out("filtered"), tables.FILTERED)
+    new_filtered | "WriteFiltered" >> WriteTable(out("filtered"), tables.FILTERED)
     edges | "WriteLinks" >> WriteTable(out("links"), tables.LINKS)
     new_hosts | "WriteHosts" >> WriteTable(out("hosts"), tables.HOSTS)
     (tuple(stats) | "AllStats" >> beam.Flatten()

@@ -27,6 +27,8 @@ GROUPS = {
     "duplicates": "exact and near-duplicate pages",
     "documents": "which formats are parsed, and each document's parsing budget",
     "storage": "what the round tables keep",
+    "vertical": "topic-focused crawling: the topic, its relevance and the focused strategies",
+    "deepweb": "filling forms to reach records behind them (ISIT templates, keyword probing)",
     "runner": "the round's clock; Beam's own flags (--runner, --direct_num_workers, "
               "--direct_running_mode, --job_endpoint, --environment_type, ...) pass through to Beam",
 }
@@ -201,7 +203,8 @@ ROUND_SETTINGS = {s.name: s for s in [
     # --- ordering ---
     S("max_pages", int, 1000, "ordering", "URLs fetched per round (the fetch list's size).", at_least(1)),
     S("strategy", str, "bfs", "ordering", "Ordering that scores the frontier: bfs, backlinks, "
-      "url_importance, preference, partial_pagerank, opic, larger_sites_first, random.", crawl_strategy),
+      "url_importance, preference, partial_pagerank, opic, larger_sites_first, random; focused: "
+      "best_first, shark_search, fish_search (see --topic).", crawl_strategy),
     S("strategy_params", str, "", "ordering", "KEY=VALUE,... for the strategy, e.g. x=2,y=1 "
       "(preference) or damping=0.85,tol=1e-8 (partial_pagerank)."),
     S("pagerank_path", str, "auto", "ordering", "Where PageRank strategies compute it: memory "
@@ -240,6 +243,49 @@ ROUND_SETTINGS = {s.name: s for s in [
       "to --store (warc -> both), false removes it (both -> warc).", shown="unset"),
     S("ignore_meta_noindex", parse_bool, False, "storage",
       "Store pages even when meta robots / X-Robots-Tag says noindex (audits)."),
+    # --- vertical (focused) crawling: README "Vertical crawling" ---
+    S("mode", str, "batch", "vertical", "batch (rounds over the frontier), incremental (revisit "
+      "pages as they change) or vertical (a topic-focused crawl: needs --topic or --topic_pages; "
+      "rounds go on while the harvest rate stays at or above --harvest_floor).",
+      one_of("batch", "incremental", "vertical")),
+    S("topic", str, "", "vertical", "Comma-separated keywords of the topic; each visited page "
+      "gets its TF-IDF cosine relevance to it (visited.relevance)."),
+    S("topic_pages", str, "", "vertical", "Comma-separated example pages of the topic: files "
+      "(any format the parsers read) or http(s) URLs (fetched once per round, politely)."),
+    S("relevance_threshold", float, 0.2, "vertical", "A page is relevant when its relevance is "
+      "at least this: the harvest rate's numerator, Fish-Search's binary relevance, and the "
+      "'relevant parent' test of Shark-Search and the depth bound.", between(0.0, 1.0)),
+    S("harvest_floor", float, 0.05, "vertical", "--mode vertical stops after a round whose "
+      "harvest rate (relevant / visited) falls below this.", between(0.0, 1.0)),
+    S("depth_bound", int, 3, "vertical", "D of Fish-/Shark-Search: links are followed at most "
+      "this many hops below the last relevant page (enforced in --mode vertical).", at_least(0)),
+    S("topic_decay", float, 0.5, "vertical", "δ of Shark-Search: the share of a page's "
+      "relevance (or inherited score) its links inherit.", between(0.0, 1.0)),
+    S("anchor_beta", float, 0.8, "vertical", "β of Shark-Search: weight of the anchor text "
+      "against its context in a link's neighbourhood score.", between(0.0, 1.0)),
+    S("shark_gamma", float, 0.5, "vertical", "γ of Shark-Search: weight of the inherited score "
+      "against the neighbourhood score in a link's potential.", between(0.0, 1.0)),
+    S("anchor_window", int, 10, "vertical", "Words either side of an anchor that make its "
+      "context (Shark-Search).", at_least(0)),
+    S("max_buffer", int, 0, "vertical", "MAX_BUFFER: the frontier keeps at most this many URLs, "
+      "dropping its lowest-scored to filtered (reason buffer_full); 0 = unbounded (Best-First "
+      "used 256 for a page-at-a-time crawler; a round needs at least --max_pages).", at_least(0)),
+    # --- deep web (#17; strategies/deepweb) ---
+    S("deep_web", str, "off", "deepweb", "forms: record the forms of fetched pages and submit "
+      "GET forms (ISIT query templates over selects, radios and checkboxes, then keyword probing "
+      "of the text box); off: never. POST forms are recorded, never submitted.",
+      one_of("off", "forms")),
+    S("deep_web_budget", int, 500, "deepweb", "Form submissions per host over the whole crawl "
+      "(result pages after the first do not count).", at_least(1)),
+    S("deep_web_informative", float, 0.2, "deepweb", "A query template is informative when its "
+      "sampled submissions' distinct result signatures, and what each input adds, reach this share.",
+      between(0.0, 1.0)),
+    S("deep_web_max_dimension", int, 3, "deepweb", "Most inputs a query template sets.", at_least(1)),
+    S("deep_web_samples", int, 20, "deepweb", "Submissions sampled to test one template.", at_least(2)),
+    S("deep_web_words_per_round", int, 10, "deepweb", "Keyword queries per batch; the next batch "
+      "is chosen when this one's results are in.", at_least(1)),
+    S("deep_web_seed_words", str, "", "deepweb", "Comma-separated first words for text boxes; "
+      "empty = the words of the form's page."),
 ]}
 
 CRAWL_DIR = S("crawl_dir", str, None, "command", "Crawl directory: a local path or any Beam "

@@ -36,6 +36,7 @@ SOURCE_LINK = "link"
 SOURCE_REDIRECT = "redirect"
 SOURCE_SITEMAP = "sitemap"            # a page listed in a sitemap
 SOURCE_SITEMAP_FILE = "sitemap_file"  # a sitemap (or sitemap index) document itself
+SOURCE_FORM = "form"                  # a form submission or one of its result pages (deep web)
 
 FRONTIER = pa.schema([
     ("fp", pa.int64()),
@@ -55,6 +56,11 @@ FRONTIER = pa.schema([
     ("history", pa.float64()),          # OPIC history
     ("lastmod", pa.float64()),          # sitemap lastmod if known, else null
     ("redirects", pa.int32()),          # redirect hops that led here (source=redirect)
+    # vertical crawling (strategies/ordering/focused.py): the best link score of a focused
+    # strategy, the inherited score (Shark-Search) and the depth bound left (Fish/Shark-Search)
+    ("topic_score", pa.float64()),
+    ("topic_inherited", pa.float64()),
+    ("depth_left", pa.int32()),
 ])
 
 VISITED = pa.schema([
@@ -105,6 +111,9 @@ VISITED = pa.schema([
     ("language", pa.string()),          # primary subtag ('en'): stated by the markup, else detected
     ("published", pa.float64()),        # date the document states it was published (epoch s)
     ("modified", pa.float64()),         # date the document states it was last modified (epoch s)
+    # TF-IDF cosine similarity of the page's text with the crawl's topic (strategies/topic.py);
+    # null without a topic, or for a page without parsed text
+    ("relevance", pa.float64()),
     # JavaScript rendering (transforms/fetch/render.py, #19): the body parsed was the DOM
     # headless Chromium rendered (false: rendering was tried and failed; null: not tried)
     ("rendered", pa.bool_()),
@@ -115,7 +124,9 @@ VISITED = pa.schema([
 # fill nulls through `conform`, and the round's file check accepts their absence).
 LATER_COLUMNS = {"visited": ("lsh_keys", "source", "refused_by", "near_cluster_fp",
                              "near_cluster_round", "doc_type", "text_chars", "description",
-                             "language", "published", "modified", "rendered", "render_links"),
+                             "language", "published", "modified", "relevance", "rendered",
+                             "render_links"),
+                 "frontier": ("topic_score", "topic_inherited", "depth_left"),
                  "hosts": ("render_helped",),
                  "filtered": ("depth", "source", "refused_by"),
                  "near_duplicates": ("host", "cluster_fp", "cluster_round")}
@@ -196,7 +207,41 @@ OPIC = pa.schema([
 ])
 OPIC_VIRTUAL_FP = 0
 
+# Document frequencies of the topic's TF-IDF (strategies/topic.py), one delta per round:
+# the documents of the round containing each hashed term; the row with term = -1 holds the
+# number of documents. The view (all rounds summed) is the crawl's document frequency.
+DOCFREQ = pa.schema([
+    ("term", pa.int64()),
+    ("df", pa.int64()),
+])
+
 MAX_ANCHORS = 8
+
+# Deep web (transforms/deepweb, strategies/deepweb; --deep_web forms). FORMS: one row per
+# form found on a page fetched this round (a delta table); inputs as JSON
+# [{"name", "kind", "values", "default"}] (transforms/page/forms.py).
+FORMS = pa.schema([
+    ("page_fp", pa.int64()),
+    ("page", pa.string()),
+    ("host", pa.string()),               # the host of the action (where it would be submitted)
+    ("round", pa.int32()),
+    ("action", pa.string()),
+    ("method", pa.string()),             # get / post (post forms are never submitted)
+    ("form_key", pa.string()),           # action + sorted input names: one form across pages
+    ("inputs", pa.string()),
+])
+# DEEPWEB: the probing state of each host with forms (a full snapshot each round): counters
+# and the planner's state as JSON (strategies/deepweb/planner.py: forms, templates tried with
+# their informativeness, submissions with the records each found, words used, record ids).
+DEEPWEB = pa.schema([
+    ("host", pa.string()),
+    ("round", pa.int32()),               # the round that last advanced it
+    ("forms", pa.int32()),
+    ("submissions", pa.int64()),         # form submissions made (counted against the budget)
+    ("result_pages", pa.int64()),        # result pages beyond the first, emitted
+    ("records", pa.int64()),             # distinct records seen on result pages
+    ("state", pa.string()),
+])
 
 # ---- in flight within a round (URL-seen's inputs), never written as crawl tables
 # A fetch result as the URL-seen join needs it.
@@ -221,6 +266,9 @@ CANDIDATES = pa.schema([
     ("source", pa.string()),
     ("redirects", pa.int32()),
     ("lastmod", pa.float64()),
+    ("topic_score", pa.float64()),   # vertical crawling: see FRONTIER
+    ("topic_inherited", pa.float64()),
+    ("depth_left", pa.int32()),
 ])
 
 FP_ONLY = pa.schema([("fp", pa.int64())])
@@ -247,6 +295,9 @@ TABLES = {
     "filtered": FILTERED,
     "opic": OPIC,
     "near_duplicates": NEAR_DUPLICATES,
+    "docfreq": DOCFREQ,
+    "forms": FORMS,
+    "deepweb": DEEPWEB,
 }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from strategies.graph import CrawlGraph
 from strategies.ordering.base import Ordering
+from strategies.ordering.focused import BestFirst, FishSearch, SharkSearch
 from strategies.ordering.partial_pagerank import PartialPageRank
 from strategies.ordering.simple import (Backlinks, BreadthFirst, LargerSitesFirst,
                                         Omniscient, Opic, Preference, RandomOrder,
@@ -25,6 +26,9 @@ ORDERINGS: dict[str, type] = {
     "opic": Opic,
     "larger_sites_first": LargerSitesFirst,
     "random": RandomOrder,
+    "best_first": BestFirst,         # focused: need --topic / --topic_pages
+    "shark_search": SharkSearch,
+    "fish_search": FishSearch,
     "omniscient": Omniscient,   # evaluation only: needs the true PageRank
 }
 

@@ -71,8 +71,8 @@ def test_not_a_crawl_directory(tmp_path, capsys):
 
 def test_unknown_strategy_is_refused_before_anything_is_written(crawl_dir, capsys):
     before = _snapshot(crawl_dir)
-    assert round_mod.main(["--crawl_dir", str(crawl_dir), "--strategy", "best_first"]) == 2
-    assert "unknown ordering 'best_first'" in capsys.readouterr().err
+    assert round_mod.main(["--crawl_dir", str(crawl_dir), "--strategy", "depth_first"]) == 2
+    assert "unknown ordering 'depth_first'" in capsys.readouterr().err
     assert _snapshot(crawl_dir) == before
     
 

@@ -33,6 +33,17 @@ def crawl(simweb_small, tmp_path_factory):
     return d
 
 
+@pytest.fixture(scope="module")
+def vertical_crawl(simweb_small, tmp_path_factory):
+    """A three-round Shark-Search crawl of the small web's finance pages, frontier bounded."""
+    d = tmp_path_factory.mktemp("notebook_vertical") / "crawl"
+    crawlstate.start_crawl(simweb_small, d, "--strategy", "shark_search", "--mode", "vertical",
+                           "--topic", "finance,stock,bond,market,dividend,equity",
+                           "--max_pages", "12", "--max_buffer", "20", "--harvest_floor", "0.01")
+    crawlstate.run_rounds(d, "--rounds", "3")
+    return d
+
+
 def execute(path, env):
     """Run the notebook at `path` with `env` added to the kernel's environment; return it."""
     nb = nbformat.read(path, as_version=4)
@@ -89,6 +100,25 @@ def test_strategies_runs_over_the_truth_or_the_crawls_own_graph(crawl, truth):
     assert len(outputs(nb, "image/png")) == 2
 
 
+def test_focused_plots_the_harvest_relevance_and_what_the_focus_dropped(vertical_crawl):
+    nb = execute(NOTEBOOKS / "focused.ipynb", kernel_env(vertical_crawl))
+    text = "".join(outputs(nb, "text"))
+    c = CrawlDir(str(vertical_crawl))
+    h = c.read_report(3)["harvest"]
+    assert "strategy shark_search" in text and "3 of 3 rounds report a harvest" in text
+    assert (f"running harvest: {h['running_relevant']} relevant of {h['running_visited']} visited"
+            in text)
+    assert "'buffer_full':" in text
+    assert len(outputs(nb, "image/png")) == 3          # harvest, relevance, dropped
+
+
+def test_focused_says_a_crawl_without_a_topic_has_no_harvest(crawl):
+    nb = execute(NOTEBOOKS / "focused.ipynb", kernel_env(crawl))
+    text = "".join(outputs(nb, "text"))
+    assert "no round reports a harvest" in text and "no page has a relevance" in text
+    assert outputs(nb, "image/png") == []
+
+
 @pytest.mark.parametrize("path", ALL, ids=[p.name for p in ALL])
 def test_notebooks_are_committed_without_outputs(path):
     nb = json.loads(path.read_text(encoding="utf-8"))
@@ -99,4 +129,4 @@ def test_notebooks_are_committed_without_outputs(path):
 
 
 def test_every_notebook_is_executed_here():
-    assert {p.name for p in ALL} == {"crawl_overview.ipynb", "strategies.ipynb"}
+    assert {p.name for p in ALL} == {"crawl_overview.ipynb", "strategies.ipynb", "focused.ipynb"}

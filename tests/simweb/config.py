@@ -60,6 +60,12 @@ class SimConfig:
     results_per_page: int = 10
     template_pages: int = 0           # > 0: docs.simweb.test, a book of this many template pages
     documents: bool = False           # files.simweb.test: PDF, Word, feeds, text (tests/simweb/documents.py)
+    library: bool = False             # library.simweb.test: a second search form (tests/simweb/library.py)
+    library_records: int = 12000      # books in its catalogue
+    library_vocab: int = 5000         # its Zipf vocabulary (pseudo-words)
+    library_zipf: float = 1.0         # Zipf exponent of the words of titles and blurbs
+    library_per_page: int = 20
+    library_max_results: int = 1000   # results of one query it lets you page through
     scripted: bool = False            # app/feed.simweb.test: links and text built by JavaScript (scripted.py)
     scripted_pages: int = 6           # pages besides / on each scripted host
     # --- hostile -------------------------------------------------------------------------

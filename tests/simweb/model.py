@@ -463,6 +463,9 @@ class SimWeb:
         from . import documents
         self.documents_host = (self._add_host(f"{documents.NAME}.{DOMAIN}", "documents", robots="404")
                                if cfg.documents else None)            # last: same addresses for the rest
+        self.library = (self._add_host(f"library.{DOMAIN}", "library", robots="404")
+                        if cfg.library else None)                     # after all others: same addresses
+        self._library = None
         from . import scripted
         self.scripted_hosts = ([self._add_host(f"{k}.{DOMAIN}", f"scripted_{k}", robots="scripted")
                                 for k in (scripted.APP, scripted.FEED)] if cfg.scripted else [])
@@ -479,6 +482,8 @@ class SimWeb:
             self.special_links.append((self.template_host, "/", "The simulated book"))
         if self.documents_host:
             self.special_links.append((self.documents_host, "/", "Documents of the simulated orchard"))
+        if self.library:
+            self.special_links.append((self.library, "/", "Library catalogue"))
         for sh in self.scripted_hosts:
             self.special_links.append((sh, "/", f"The {sh.name.split('.')[0]} single-page application"))
         self._hostile_state = {"ratelimit_last": None, "flaky_n": 0}
@@ -674,6 +679,9 @@ class SimWeb:
         elif host.kind == "documents":
             from . import documents
             r = documents.respond(self, host, target, headers, now)
+        elif host.kind == "library":
+            from . import library
+            r = library.respond(self, host, target, headers, now)
         elif host.kind.startswith("scripted_"):
             from . import scripted
             r = scripted.respond(self, host, target, headers, now)

@@ -155,6 +155,16 @@ def ground_truth(web) -> dict:
             for dst, anchor in outlinks:
                 add_link(url, dst, anchor, "a", False)
 
+    library_records = None
+    if web.library:
+        from . import library
+        library_records = library.catalogue(web).table
+        for url, title, outlinks in library.truth(web):
+            add_page(url, web.library, -1)
+            cols["title"][url_set[url]] = title
+            for dst, anchor in outlinks:
+                add_link(url, dst, anchor, "a", False)
+
     for sh in web.scripted_hosts:
         from . import scripted
         for url, title, outlinks in scripted.truth(web, sh):
@@ -234,7 +244,7 @@ def ground_truth(web) -> dict:
         "gzip": [h.gzip for h in web.hosts],
         "n_pages": pa.array([h.end - h.start for h in web.hosts], pa.int64()),
     })
-    return {
+    out = {
         "pages": pages,
         "links": links_t,
         "pagerank": pa.table({"url": pa.array(cols["url"], pa.string()),
@@ -244,6 +254,9 @@ def ground_truth(web) -> dict:
         "reachable": pa.table({"url": pa.array(reachable, pa.string())}),
         "hosts": hosts,
     }
+    if library_records is not None:   # library.simweb.test's books (config library: true)
+        out["library_records"] = library_records
+    return out
 
 
 def pagerank(n: int, src: np.ndarray, dst: np.ndarray, d: float = 0.85,

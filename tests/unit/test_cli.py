@@ -120,7 +120,7 @@ def test_an_unknown_bare_word_is_an_error(tmp_path):
 
 @pytest.mark.parametrize("argv, fragment", [
     (["--strategy", "omniscient"], "--strategy omniscient: is for pipelines.evaluate only"),
-    (["--strategy", "best_first"], "unknown ordering 'best_first'"),
+    (["--strategy", "depth_first"], "unknown ordering 'depth_first'"),
     (["--user_agent", ""], "--user_agent '': must not be empty"),
     (["--max_pages", "0"], "--max_pages 0: must be at least 1"),
     (["--max_per_host", "-3"], "--max_per_host -3: must be at least 1"),

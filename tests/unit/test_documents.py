@@ -115,7 +115,8 @@ def test_a_slow_pdf_stops_at_the_time_budget_with_what_was_read():
     # then the budget is checked before each page: it stops long before the 10 000th
     assert "time budget of 0.2 s spent after" in doc.reason and "of 10000 pages" in doc.reason
     read = int(doc.reason.split(" after ")[1].split(" of ")[0])
-    assert read < 10_000 and seconds < 3.0
+    # not a timing figure (CI machines are loaded): only "it stopped, and did not hang"
+    assert read < 10_000 and seconds < 30.0
     assert ("Page of the long tree" in doc.text) == (read > 0)
 
 

@@ -36,7 +36,8 @@ EXPECTED = {
     # a.com has 3 pending, b.org 2, c.net 1; within a host lower depth first
     "larger_sites_first": [0, 2, 4, 5, 1, 3],
 }
-TESTED_ELSEWHERE = {"partial_pagerank", "random"}
+TESTED_ELSEWHERE = {"partial_pagerank", "random",
+                    "best_first", "shark_search", "fish_search"}   # tests/unit/test_focused.py
 
 
 @pytest.fixture

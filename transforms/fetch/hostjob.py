@@ -10,7 +10,7 @@ from transforms.urls import canonical as urls_mod
 
 # Frontier columns a fetched page carries forward into its visited row and its links.
 CARRIED = ("fp", "url", "host", "depth", "discovered_round", "first_parent", "retries",
-           "redirects", "source", "inlinks")
+           "redirects", "source", "inlinks", "topic_score", "topic_inherited", "depth_left")
 
 RESULT_FIELDS = ("fetch_time", "elapsed_ms", "outcome", "reason", "http_status", "content_type",
                  "content_type_header", "body", "truncated", "redirect_to", "etag",

@@ -21,6 +21,10 @@ testable without a runner (the way Common Crawl's jobs test `process_record`):
 - `links`: candidate bundles the URL filter kept (links one hop deeper; a redirect target
   with one more hop; a sitemap's pages with their lastmod and its child sitemaps);
 - `filtered`: bundles of the URLs the filter dropped, with the reason of each;
+- `deepweb`: with `deep_web` on, an HTML page's forms (with the page's words, seeds for
+  text boxes) and, for a page fetched as a form submission (source `form`), its result
+  digest (`transforms.page.forms`); such a page's links back to its own search endpoint
+  (other queries, next pages) are left to the deep-web stage, which decides what to submit;
 - `archived`: with `archive` on, the capture for the WARC (transforms.archive): the URL, its
   HTTP exchange as sent and received (fetch.exchange), the payload as received and the
   page's outlinks with their hop type; every fetch that got an HTTP response, except
@@ -33,10 +37,12 @@ from dataclasses import dataclass, field
 
 from schemas import tables
 from transforms.contentseen import fingerprints as contentseen
+from transforms.page import forms as forms_mod
 from transforms.page import sitemaps as sitemaps_mod
 from transforms.page.formats import ParseLimits, parse_document
 from transforms.page.formats import sniff as sniff_mod
 from transforms.page.boilerplate import BLOCKS_FOR_MINHASH
+from transforms.page.focus import FocusConfig, carry_redirect, focus_page
 from transforms.page.outcome import classify, robots_directives
 from transforms.urls import canonical as urls_mod
 from transforms.urls.scope import UrlFilter
@@ -65,6 +71,8 @@ class PageConfig:
     minhash: bool = True        # carry the page text for MinHash (near-duplicates on)
     guard_signature: str | None = None   # refused_by of forbidden_address rows (urls.refusals)
     documents: ParseLimits = field(default_factory=ParseLimits)   # parsers' budget (formats)
+    focus: FocusConfig | None = None     # vertical crawling: topic relevance, link scores (focus.py)
+    deep_web: bool = False      # forms and form results for the deep-web stage (--deep_web forms)
 
 
 @dataclass
@@ -75,6 +83,7 @@ class PageFate:
     links: list = field(default_factory=list)
     filtered: list = field(default_factory=list)
     archived: dict | None = None
+    deepweb: dict | None = None
 
 
 ARCHIVE_HOPS = {tables.SOURCE_LINK: "L", tables.SOURCE_REDIRECT: "R", tables.SOURCE_SITEMAP: "S",
@@ -108,6 +117,8 @@ def filter_bundle(bundle, url_filter):
     kept = filtered = None
     if keep:
         kept = dict(bundle, dst=[urls[i] for i in keep], anchor=[anchors[i] for i in keep])
+        if bundle.get("topic_score") is not None:   # vertical crawling (focus.py)
+            kept["topic_score"] = [bundle["topic_score"][i] for i in keep]
         if lastmod is not None:
             kept["lastmod"] = [lastmod[i] for i in keep]
     if len(keep) < len(urls):
@@ -143,7 +154,7 @@ def _sitemap_bundles(page, body, visited):
     return bundles
 
 
-def _document(page, doc, body, reason, visited, config):
+def _document(page, doc, body, reason, visited, config, filtered):
     """A parsed document into `visited`; returns (link bundles, body to store). X-Robots-Tag
     applies to every format, meta robots to HTML; a parser's reason joins the fetch's."""
     html = doc.html
@@ -171,14 +182,35 @@ def _document(page, doc, body, reason, visited, config):
         if doc.sitemaps:
             bundles.append(link_bundle(page, doc.sitemaps, [""] * len(doc.sitemaps),
                                        tables.SOURCE_SITEMAP_FILE))
+    if config.focus is not None:   # relevance, link scores; links past the depth bound
+        bundles, stopped = focus_page(page, doc.text, bundles, visited, config.focus)
+        filtered.extend(stopped)
     if "noindex" in flags and not config.ignore_meta_noindex:
         body = b""
     return bundles, body
 
 
-def _parse_limits(config):
+def _parse_limits(config, page):
+    deep_web = ("results" if page.get("source") == tables.SOURCE_FORM else "forms") if config.deep_web else ""
     return dataclasses.replace(config.documents, honour_nofollow=config.honour_nofollow,
-                               ignore_meta_nofollow=config.ignore_meta_nofollow)
+                               ignore_meta_nofollow=config.ignore_meta_nofollow, deep_web=deep_web)
+
+
+def _deep_web(page, doc):
+    """The page's forms and result digest for the deep-web stage (None when it has neither);
+    a result page's links to its own endpoint are taken out of `doc` (the stage decides)."""
+    html = doc.html
+    if html is None or not (html.forms or html.result is not None):
+        return None
+    forms = html.forms if html.result is None else []   # a result page repeats its form
+    if html.result is not None:
+        own = page["url"].split("?", 1)[0]
+        keep = [i for i, u in enumerate(doc.links) if u.split("?", 1)[0] != own]
+        doc.links, doc.anchors = [doc.links[i] for i in keep], [doc.anchors[i] for i in keep]
+    return {"url": page["url"], "fp": page["fp"], "host": page.get("host"),
+            "depth": int(page.get("depth") or 0), "forms": forms, "result": html.result,
+            "words": forms_mod.page_words(doc.text) if forms else [],
+            "links": doc.links[:500] if forms else []}
 
 
 def page_fate(page: dict, config: PageConfig) -> PageFate:
@@ -202,6 +234,8 @@ def page_fate(page: dict, config: PageConfig) -> PageFate:
         if target:
             visited["redirect_to"] = target
             bundles.append(link_bundle(page, [target], [""], tables.SOURCE_REDIRECT))
+            if config.focus is not None:
+                carry_redirect(page, bundles[-1])
     elif outcome == tables.OK and body and page.get("source") == tables.SOURCE_SITEMAP_FILE:
         bundles = _sitemap_bundles(page, body, visited)
     elif outcome == tables.OK and body:
@@ -212,10 +246,12 @@ def page_fate(page: dict, config: PageConfig) -> PageFate:
             why = "binary body served as html" if ctype else "binary body"
             visited["reason"] = f"{reason}; {why}" if reason else why
         else:
-            doc = parse_document(body, page["url"], kind, _parse_limits(config),
+            doc = parse_document(body, page["url"], kind, _parse_limits(config, page),
                                  page.get("content_type_header"))
+            if doc is not None and config.deep_web:
+                fate.deepweb = _deep_web(page, doc)
             if doc is not None:
-                bundles, body = _document(page, doc, body, reason, visited, config)
+                bundles, body = _document(page, doc, body, reason, visited, config, fate.filtered)
                 noindex = not body
         if config.store_pages and body:
             fate.stored = {"fp": page["fp"], "url": page["url"], "round": config.round_no,

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
+from transforms.page import forms as forms_mod
 from transforms.page.charset import decode_body, looks_binary
 from transforms.page.maintext import main_blocks
 from transforms.urls.canonical import classify, classify_many, encode_query, normalize
@@ -72,6 +73,10 @@ class ParsedPage:
     lang: str | None = None        # <html lang> / xml:lang, else <meta http-equiv=content-language>
     published: str | None = None   # article:published_time, datePublished, dc.date, date ...
     modified: str | None = None    # article:modified_time, dateModified, dcterms.modified ...
+    # deep web (transforms.page.forms), only when asked for: the page's forms, and for a
+    # page answering a form submission what its results say
+    forms: list[dict] = field(default_factory=list)
+    result: dict | None = None
 
 
 _LINK_TAGS = ("a", "area", "frame", "iframe", "meta", "base", "link", "title")
@@ -171,12 +176,13 @@ def _empty(url: str, charset: str = "") -> ParsedPage:
 
 def parse_html(body: bytes, url: str, content_type_header: str | None = None, *,
                honour_nofollow: bool = True, ignore_meta_nofollow: bool = False,
-               user_agent_token: str | None = None) -> ParsedPage:
+               user_agent_token: str | None = None, deep_web: str = "") -> ParsedPage:
     """Parse an HTML body fetched from `url` (see the module docstring).
 
     Never raises on malformed HTML, empty or binary bodies, invalid bytes or huge attribute
     values: unusable input gives an empty ParsedPage (base = the page URL).
     `user_agent_token`: also honour ``<meta name=TOKEN>`` robots directives.
+    `deep_web`: "forms" fills `forms`, "results" also `result` (transforms.page.forms).
     """
     if not body or looks_binary(body):
         return _empty(url)
@@ -186,12 +192,12 @@ def parse_html(body: bytes, url: str, content_type_header: str | None = None, *,
         return _empty(url)
     try:
         return _parse(text, charset, url, honour_nofollow, ignore_meta_nofollow,
-                      user_agent_token.lower() if user_agent_token else None)
+                      user_agent_token.lower() if user_agent_token else None, deep_web)
     except Exception:  # lxml or a pathological document: better no links than a dead bundle
         return _empty(url, charset)
 
 
-def _parse(text, charset, url, honour_nofollow, ignore_meta_nofollow, ua_token) -> ParsedPage:
+def _parse(text, charset, url, honour_nofollow, ignore_meta_nofollow, ua_token, deep_web="") -> ParsedPage:
     data = text.encode("utf-8", "replace")
     root = etree.fromstring(data, _parser())
     if root is None:
@@ -317,4 +323,11 @@ def _parse(text, charset, url, honour_nofollow, ignore_meta_nofollow, ua_token) 
     # Text nodes joined with a space (so "</p><p>" does not glue words), then collapsed.
     page.text = " ".join(" ".join((body if body is not None else root).itertext()).split())
     page.main_blocks = main_blocks(body if body is not None else root)
+    if deep_web:
+        try:   # a form the reader cannot make sense of costs the forms, never the links
+            page.forms = forms_mod.page_forms(root, base)
+            if deep_web == "results":   # last: it takes the result items out of the tree
+                page.result = forms_mod.result_digest(root, normalize(url) or url, base)
+        except Exception:
+            page.forms, page.result = [], None
     return page

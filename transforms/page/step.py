@@ -7,6 +7,7 @@ Outputs, per page, one element on each that applies:
   archive     the capture for the WARC (PageConfig.archive)
   links       one element per page with its kept links as arrays
   filtered    (src, url[], reason[]) of links the filter dropped
+  deepweb     forms and form-result digests (PageConfig.deep_web; transforms.deepweb)
   stats       seconds spent, per bundle
 `FilterBundles` applies the URL filter to bundles found elsewhere (sitemaps of robots.txt).
 """
@@ -18,6 +19,7 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import tables
+from strategies.topic import DOCS_BUCKET
 from transforms.page.boilerplate import (
     BLOCKS_FOR_MINHASH,
     BlockCounts,
@@ -25,8 +27,10 @@ from transforms.page.boilerplate import (
     sign_text,
 )
 from transforms.page.fate import filter_bundle, page_fate
+from transforms.page.focus import TOPIC_TERMS
 from transforms.page.visited import (
     TEXT_FOR_MINHASH,
+    docfreq_table,
     retry_stats,
     visited_stats,
     visited_table,
@@ -72,6 +76,29 @@ class _HostTemplate(beam.CombineFn):
         return acc.template()
 
 
+class _CountDocs(beam.CombineFn):
+    """Pages' term-id sets -> {term: pages containing it, DOCS_BUCKET: pages} (docfreq)."""
+
+    def create_accumulator(self):
+        return {}
+
+    def add_input(self, acc, terms):
+        acc[DOCS_BUCKET] = acc.get(DOCS_BUCKET, 0) + 1
+        for t in terms.tolist():
+            acc[t] = acc.get(t, 0) + 1
+        return acc
+
+    def merge_accumulators(self, accs):
+        out = {}
+        for acc in accs:
+            for k, v in acc.items():
+                out[k] = out.get(k, 0) + v
+        return out
+
+    def extract_output(self, acc):
+        return acc
+
+
 class PageFates(beam.DoFn):
     """Fetched pages -> their fate on the outputs above (config: a `fate.PageConfig`)."""
 
@@ -101,6 +128,8 @@ class PageFates(beam.DoFn):
             yield beam.pvalue.TaggedOutput("links", kept)
         for filtered in fate.filtered:
             yield beam.pvalue.TaggedOutput("filtered", filtered)
+        if fate.deepweb is not None:
+            yield beam.pvalue.TaggedOutput("deepweb", fate.deepweb)
 
 
 class ProcessPages(beam.PTransform):
@@ -119,7 +148,7 @@ class ProcessPages(beam.PTransform):
     def expand(self, inputs):
         processed = (inputs["pages"] | "Process" >> beam.ParDo(PageFates(self.config))
                      .with_outputs("results", "pages", "links", "filtered", "stats", "archive",
-                                   main="visited"))
+                                 "deepweb", main="visited"))
         bundles = inputs["bundles"] | "FilterBundles" >> beam.ParDo(
             FilterBundles(self.config.url_filter)).with_outputs("filtered", main="kept")
         # per host: the blocks that repeat on its pages this round (its template) ...
@@ -134,6 +163,13 @@ class ProcessPages(beam.PTransform):
                        beam.pvalue.AsDict(template))
                    | "BatchVisited" >> beam.BatchElements(min_batch_size=1, max_batch_size=2000)
                    | "VisitedTables" >> beam.Map(visited_table))
+        docfreq = None
+        if self.config.focus is not None:   # vertical crawling: the round's DF delta
+            docfreq = (processed.visited
+                       | "TopicTerms" >> beam.FlatMap(
+                           lambda r: [r[TOPIC_TERMS]] if TOPIC_TERMS in r else [])
+                       | "CountDocs" >> beam.CombineGlobally(_CountDocs()).without_defaults()
+                       | "DocFreqTable" >> beam.Map(docfreq_table))
         results = ((processed.results, inputs["results"]) | "AllResults" >> beam.Flatten()
                    | "ResultTables" >> RowsToTables(tables.RESULTS))
         return {
@@ -141,9 +177,11 @@ class ProcessPages(beam.PTransform):
             "results": results,
             "pages": processed.pages | "PageTables" >> RowsToTables(tables.PAGES, 500),
             "archive": processed.archive,
+            "deepweb": processed.deepweb,
             "links": (processed.links, bundles.kept) | "AllLinks" >> beam.Flatten(),
             "filtered": (processed.filtered, bundles.filtered) | "AllFilteredLinks" >> beam.Flatten(),
             "stats": ((visited | "VisitedStats" >> beam.Map(visited_stats),
                        results | "RetryStats" >> beam.Map(retry_stats), processed.stats)
                       | "PageStats" >> beam.Flatten()),
+            "docfreq": docfreq,
         }

@@ -42,5 +42,21 @@ def visited_stats(table):
     return out
 
 
+def harvest_stats(table, threshold):
+    """Pages whose text was scored against the topic, and the relevant ones among them
+    (outcome ok: an exact duplicate is a fetch that harvested nothing new)."""
+    rel = table.column("relevance").to_numpy(zero_copy_only=False).astype(float)
+    ok = np.asarray(table.column("outcome").to_numpy(zero_copy_only=False) == tables.OK)
+    scored = ~np.isnan(rel) & ok
+    return {"topic_scored": int(scored.sum()),
+            "topic_relevant": int((rel[scored] >= threshold).sum())}
+
+
+def docfreq_table(counts: dict):
+    """The round's DOCFREQ delta from strategies.topic.count_docs counts."""
+    return pa.table({"term": pa.array(list(counts), pa.int64()),
+                     "df": pa.array(list(counts.values()), pa.int64())}, schema=tables.DOCFREQ)
+
+
 def retry_stats(table):
     return {"retried": int((~table.column("final").to_numpy(zero_copy_only=False)).sum())}

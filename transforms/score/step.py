@@ -9,6 +9,7 @@ from apache_beam.pvalue import AsSingleton
 
 from schemas import tables
 from strategies.graph import CrawlGraph
+from transforms.score import buffer
 from transforms.score.opicstate import cat, column, update_opic
 from transforms.score.pagerankblocks import (
     DAMPING,
@@ -161,3 +162,43 @@ class ScoreByBeamPageRank(beam.PTransform):
                  "ranks": ranks | "BucketRanks" >> beam.FlatMap(ranks_by_bucket, b)}
                 | "JoinRanks" >> beam.CoGroupByKey()
                 | "ApplyRanks" >> beam.FlatMap(apply_ranks))
+
+
+class _TopKeys(beam.CombineFn):
+    """(score, fp) arrays -> the best k + 1 of them (transforms/score/buffer.top)."""
+
+    def __init__(self, k):
+        self.k = k
+
+    def create_accumulator(self):
+        return None
+
+    def add_input(self, acc, keys):
+        return buffer.top([acc, keys], self.k)
+
+    def merge_accumulators(self, accs):
+        return buffer.top(list(accs), self.k)
+
+    def extract_output(self, acc):
+        return buffer.top([acc], self.k)
+
+
+class BoundFrontier(beam.PTransform):
+    """MAX_BUFFER (transforms/score/buffer.py): frontier tables -> {frontier, filtered, stats}
+    with at most `max_buffer` URLs kept, the lowest-scored dropped as `buffer_full`."""
+
+    def __init__(self, max_buffer, round_no):
+        super().__init__()
+        self.max_buffer, self.round_no = int(max_buffer), int(round_no)
+
+    def expand(self, frontier):
+        cut = (frontier
+               | "SortKeys" >> beam.Map(buffer.sort_keys)
+               | "TopKeys" >> beam.CombineGlobally(_TopKeys(self.max_buffer))
+               | "Cutoff" >> beam.Map(buffer.cutoff, self.max_buffer))
+        split = frontier | "Split" >> beam.Map(
+            lambda t, c, r=self.round_no: buffer.split(t, c, r), AsSingleton(cut))
+        dropped = split | "Dropped" >> beam.Map(lambda kf: kf[1])
+        return {"frontier": split | "Kept" >> beam.Map(lambda kf: kf[0]),
+                "filtered": dropped,
+                "stats": dropped | "BufferStats" >> beam.Map(buffer.buffer_stats)}

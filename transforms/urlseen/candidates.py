@@ -16,6 +16,7 @@ from transforms.urls import canonical as urls_mod
 def candidates_and_edges(bundles, round_no):
     """(CANDIDATES table, LINKS table) for a batch of page link bundles."""
     dst, anchor, src, src_fp, depth, source, redirects, lastmod = [], [], [], [], [], [], [], []
+    topic_score, inherited, depth_left = [], [], []   # vertical crawling (page/focus.py)
     for b in bundles:
         n = len(b["dst"])
         dst.extend(b["dst"])
@@ -27,6 +28,10 @@ def candidates_and_edges(bundles, round_no):
         redirects.append(np.full(n, b.get("redirects") or 0, dtype=np.int32))
         lm = b.get("lastmod")
         lastmod.extend(lm if lm is not None else [None] * n)
+        ts = b.get("topic_score")
+        topic_score.extend(ts if ts is not None else [None] * n)
+        inherited.extend([b.get("topic_inherited")] * n)
+        depth_left.extend([b.get("depth_left")] * n)
     if not dst:
         return CANDIDATES.empty_table(), tables.LINKS.empty_table()
     dst_fp = urls_mod.fingerprints(dst)
@@ -37,6 +42,8 @@ def candidates_and_edges(bundles, round_no):
         pa.array(np.concatenate(depth), pa.int32()), pa.array(src_fp, pa.int64()),
         pa.array(src, pa.string()), pa.array(anchor, pa.string()), pa.array(source, pa.string()),
         pa.array(np.concatenate(redirects), pa.int32()), pa.array(lastmod, pa.float64()),
+        pa.array(topic_score, pa.float64()), pa.array(inherited, pa.float64()),
+        pa.array(depth_left, pa.int32()),
     ], schema=CANDIDATES)
     is_edge = np.array([s in (tables.SOURCE_LINK, tables.SOURCE_REDIRECT) for s in source]) & (src_fp != 0)
     e = cand.filter(pa.array(is_edge))

@@ -104,7 +104,32 @@ def _aggregate_candidates(cand: pa.Table) -> pa.Table:
         offsets[1:] = np.cumsum(counts)
         values = dictionary.take(pa.array(codes[keep_rows], type=pa.int64()))
     anc = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values.cast(pa.string()))
-    return firsts.append_column("inlinks", pa.array(inl)).append_column("anchors", anc)
+    out = firsts.append_column("inlinks", pa.array(inl)).append_column("anchors", anc)
+    for name in FOCUS_COLUMNS:   # a URL linked from several pages keeps its best (focused.py)
+        col = cand.column(name)
+        if col.null_count < n:
+            out = out.set_column(out.schema.get_field_index(name), name,
+                                 _group_max(col, order, group, n_groups))
+    return out
+
+
+FOCUS_COLUMNS = ("topic_score", "topic_inherited", "depth_left")
+
+
+def _or_ninf(col):
+    """A numeric column as float64 with nulls as -inf."""
+    return np.where(_np(pc.is_null(col), True).astype(bool), -np.inf, _np(col, 0).astype(np.float64))
+
+
+def _group_max(col, order, group, n_groups):
+    """Per group (rows in `order`, group ids `group`) the maximum of `col`; null if all null."""
+    valid = ~_np(pc.is_null(col), True).astype(bool)[order]
+    vals = _np(col, 0).astype(np.float64)[order]
+    best = np.full(n_groups, -np.inf)
+    np.maximum.at(best, group[valid], vals[valid])
+    has = np.isfinite(best)
+    return pa.array(np.where(has, best, 0), col.type, mask=~has) if pa.types.is_floating(col.type) \
+        else pa.array(np.where(has, best, 0).astype(np.int64), pa.int64(), mask=~has).cast(col.type)
 
 
 def merge_bucket(frontier_parts, seen_parts, result_parts, candidate_parts, filtered_parts,
@@ -169,6 +194,7 @@ def merge_bucket(frontier_parts, seen_parts, result_parts, candidate_parts, filt
                 pa.array(np.zeros(n, dtype=np.int32)), pa.array(np.zeros(n)),
                 pa.nulls(n, pa.string()), pa.array(np.zeros(n)), pa.array(np.zeros(n)),
                 fresh.column("lastmod"), fresh.column("redirects").fill_null(0),
+                *(fresh.column(name) for name in FOCUS_COLUMNS),
             ], schema=tables.FRONTIER)
         stats["new_urls"] = n
         stats["links_to_pending"] = int(known.sum())
@@ -230,6 +256,14 @@ def _update_known(F, A):
         if len(old) < tables.MAX_ANCHORS:
             extra = [a for a in new_anchors[idx[i]] if a not in old]
             old_anchors[i] = (old + extra)[:tables.MAX_ANCHORS]
+    for name in FOCUS_COLUMNS:   # the best score (depth bound) any link gave it
+        old, new = F.column(name), A.column(name).take(pa.array(take))
+        if new.null_count < len(new):
+            o, nv = _or_ninf(old), _or_ninf(new)
+            best = np.where(hit, np.maximum(o, nv), o)
+            has = np.isfinite(best)
+            F = F.set_column(F.schema.get_field_index(name), name, pa.array(
+                np.where(has, best, 0), mask=~has).cast(F.schema.field(name).type))
     F = F.set_column(F.schema.get_field_index("inlinks"), "inlinks", pa.array(inl, pa.int64()))
     F = F.set_column(F.schema.get_field_index("depth"), "depth", pa.array(depth, pa.int32()))
     return F.set_column(F.schema.get_field_index("anchors"), "anchors",

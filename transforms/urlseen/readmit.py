@@ -61,7 +61,8 @@ def readmission(rows: pa.Table, url_filter):
         pa.array(pick(depth, keep), pa.int32()), pa.array(np.zeros(k, np.int64)),
         pa.array(pick(parent, keep), pa.string()), pa.array([""] * k, pa.string()),
         pa.array(pick(source, keep), pa.string()), pa.array(np.zeros(k, np.int32)),
-        pa.nulls(k, pa.float64()),
+        pa.nulls(k, pa.float64()), pa.nulls(k, pa.float64()), pa.nulls(k, pa.float64()),
+        pa.nulls(k, pa.int32()),
     ], schema=CANDIDATES)
     d = len(drop)
     refused = pa.Table.from_arrays([

@@ -30,6 +30,7 @@ class ParseLimits:
     detect_language: bool = True         # detect the language when the markup states none
     honour_nofollow: bool = True         # HTML only
     ignore_meta_nofollow: bool = False   # HTML only
+    deep_web: str = ""                   # HTML only: "forms" | "results" (transforms.page.forms)
 
 
 class BudgetExceeded(Exception):
