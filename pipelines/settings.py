@@ -184,8 +184,8 @@ ROUND_SETTINGS = {s.name: s for s in [
       "none, auto (pages whose static HTML looks script-built, and every page of a host where "
       "rendering found more) or always (every HTML page of --render_hosts; of every host if "
       "that is empty).", one_of("none", "auto", "always")),
-    S("render_hosts", str, "", "fetching", "Comma-separated hosts (host[:port]) whose every HTML "
-      "page is rendered when --render is not none."),
+    S("render_hosts", str, "", "fetching", "Comma-separated hosts (host, or host:port for one "
+      "port) whose every HTML page is rendered when --render is not none."),
     S("render_browser", str, "/usr/bin/chromium", "fetching", "The Chromium executable rendering "
       "drives (Debian's chromium package; never downloaded).", non_empty),
     S("render_pages", int, 2, "fetching", "Pages rendered at once per worker.", at_least(1)),

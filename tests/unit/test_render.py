@@ -55,6 +55,8 @@ def test_wants_render_follows_the_mode_the_host_list_and_what_the_host_showed_be
     assert wants_render(RenderConfig("always"), "h", _res(STATIC), state)            # no list: every host
     assert not wants_render(RenderConfig("always", hosts=("g",)), "h", _res(), state)
     assert wants_render(RenderConfig("auto", hosts=("h",)), "h", _res(STATIC), state)
+    assert wants_render(RenderConfig("auto", hosts=("h",)), "h:8080", _res(STATIC), state)
+    assert not wants_render(RenderConfig("auto", hosts=("h:8080",)), "h:8081", _res(STATIC), state)
     assert wants_render(RenderConfig("auto"), "h", _res(STATIC), HostState("h", render_helped=True))
     assert not wants_render(RenderConfig("auto"), "h", _res(), HostState("h", render_helped=False))
 

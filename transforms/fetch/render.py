@@ -41,7 +41,7 @@ import time
 import uuid
 
 from transforms.fetch.connection import origin_port
-from transforms.fetch.renderpolicy import RenderConfig, compare, found_more, wants_render
+from transforms.fetch.renderpolicy import RenderConfig, compare, found_more, listed, wants_render
 from transforms.fetch.rendersession import (HostRenderSession, Job, OtherHosts, find_root,
                                             refuse, tree_rss)
 
@@ -265,7 +265,7 @@ class BrowserPool:
         self._count("rendered")
         res.body, res.content_type_header = body, "text/html; charset=utf-8"
         res.rendered, res.render_links = True, links
-        if self.cfg.mode == "auto" and host.lower() not in self.cfg.hosts:
+        if self.cfg.mode == "auto" and not listed(self.cfg, host):
             state.render_helped = bool(state.render_helped) or found_more(links, text)
         return res
 

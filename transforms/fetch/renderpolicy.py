@@ -94,13 +94,19 @@ def looks_script_built(body: bytes, url: str, content_type_header: str | None = 
     return len(text) < SHELL_MAX_TEXT and len(links) <= SHELL_MAX_LINKS
 
 
+def listed(cfg: RenderConfig, host: str) -> bool:
+    """Is `host` (a politeness key: name[:port]) in --render_hosts, with or without its port?"""
+    h = host.lower()
+    return h in cfg.hosts or (":" in h and h.rsplit(":", 1)[0] in cfg.hosts)
+
+
 def wants_render(cfg: RenderConfig, host: str, result, state) -> bool:
     """Render this fetch result (a FetchResult of `host`)? See the module docstring."""
     if not cfg.on or result.outcome != OK or not result.body or result.truncated:
         return False
     if (result.content_type or "") not in HTML_TYPES:
         return False
-    if host.lower() in cfg.hosts or (cfg.mode == "always" and not cfg.hosts):
+    if listed(cfg, host) or (cfg.mode == "always" and not cfg.hosts):
         return True
     if cfg.mode != "auto":
         return False
