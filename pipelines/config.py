@@ -31,7 +31,9 @@ from strategies.deepweb.planner import ProbeConfig
 from strategies.ordering import CRAWL_ORDERINGS, get_ordering, ordering_params
 from strategies.recrawl import get_policy
 from transforms.fetch import netguard
+from transforms.fetch import render as render_mod
 from transforms.fetch.records import FetchConfig
+from transforms.fetch.renderpolicy import RenderConfig
 from transforms.page.fate import PageConfig
 from transforms.page.formats import ParseLimits
 from transforms.urls import refusals as refusals_mod
@@ -138,6 +140,25 @@ def resolve_entries(s) -> tuple:
     return tuple(sorted((h, p, a) for (h, p), a in mapping.items()))
 
 
+def render_config(s) -> RenderConfig:
+    """The --render settings."""
+    cfg = RenderConfig(
+        mode=s.get("render") or "none", hosts=tuple(h.lower() for h in csv(s.get("render_hosts") or "")),
+        browser=s.get("render_browser") or "/usr/bin/chromium", pages=int(s.get("render_pages") or 2),
+        recycle_after=int(s.get("render_recycle") or 200), seconds=float(s.get("render_seconds") or 20),
+        memory_mb=int(s.get("render_memory_mb") or 1024),
+        max_subrequests=int(s["render_subrequests"] if s.get("render_subrequests") is not None else 30),
+        subrequest_hosts=tuple(h.lower() for h in csv(s.get("render_subrequest_hosts") or "")))
+    return cfg
+
+
+def check_render(cfg: RenderConfig) -> None:
+    """Rendering on needs Playwright and the Chromium executable on this machine."""
+    problem = render_mod.unavailable(cfg) if cfg.on else None
+    if problem:
+        raise ConfigError(f"--render {cfg.mode}: {problem}; or crawl without rendering (--render none)")
+
+
 def fetch_config(s) -> FetchConfig:
     try:
         return FetchConfig(
@@ -147,7 +168,8 @@ def fetch_config(s) -> FetchConfig:
             max_redirects=int(s["max_redirects"]), max_crawl_delay=float(s["max_crawl_delay"]),
             robots_ttl=float(s["robots_ttl"]), obey_robots=bool(s["obey_robots"]),
             allow_loopback=bool(s["allow_loopback"]), deny_addresses=csv(s["deny_addresses"]),
-            resolve=resolve_entries(s), conns_per_host=int(s["conns_per_host"]))
+            resolve=resolve_entries(s), conns_per_host=int(s["conns_per_host"]),
+            render=render_config(s))
     except ConfigError:
         raise
     except ValueError as e:   # FetchConfig checks the user agent and the CIDRs
@@ -235,6 +257,7 @@ class RoundConfig:
             raise ConfigError(f"--pagerank_path must be auto, memory or beam, not {s['pagerank_path']!r}")
         scope = url_filter(s)
         fetch = fetch_config(s)
+        check_render(fetch.render)
         sigs = refusal_signatures(fetch, scope)
         near = float(s["near_duplicates"] or 0)
         parquet, warc = stores(s)

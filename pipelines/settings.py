@@ -180,6 +180,27 @@ ROUND_SETTINGS = {s.name: s for s in [
       "HOST:PORT:ADDR[,HOST:PORT:ADDR...]."),
     S("resolve_file", str, "", "fetching", "File with one HOST:PORT:ADDR per line "
       "(the simulated web writes one)."),
+    # --- rendering JavaScript pages (transforms/fetch/render.py, #19) ---
+    S("render", str, "none", "fetching", "Render HTML pages in headless Chromium before parsing: "
+      "none, auto (pages whose static HTML looks script-built, and every page of a host where "
+      "rendering found more) or always (every HTML page of --render_hosts; of every host if "
+      "that is empty).", one_of("none", "auto", "always")),
+    S("render_hosts", str, "", "fetching", "Comma-separated hosts (host, or host:port for one "
+      "port) whose every HTML page is rendered when --render is not none."),
+    S("render_browser", str, "/usr/bin/chromium", "fetching", "The Chromium executable rendering "
+      "drives (Debian's chromium package; never downloaded).", non_empty),
+    S("render_pages", int, 2, "fetching", "Pages rendered at once per worker.", at_least(1)),
+    S("render_recycle", int, 200, "fetching", "The browser is restarted after this many pages "
+      "(and after a crash).", at_least(1)),
+    S("render_seconds", float, 20.0, "fetching", "Deadline of one page's rendering: load, scripts "
+      "and their sub-requests (which keep --delay_per_host).", at_least(1, " s")),
+    S("render_memory_mb", int, 1024, "fetching", "The browser is restarted when its processes hold "
+      "more than this many MiB resident.", at_least(128, " MiB")),
+    S("render_subrequests", int, 30, "fetching", "Requests (scripts, XHR, fetch()) one rendered page "
+      "may make; images, styles, frames and navigations are never requested.", at_least(0)),
+    S("render_subrequest_hosts", str, "", "fetching", "Comma-separated other hosts (host or "
+      "host:port, e.g. a CDN) a rendered page's scripts may be loaded from, with their own "
+      "robots.txt and --delay_per_host (per worker); requests to any other host are refused."),
     # --- ordering ---
     S("max_pages", int, 1000, "ordering", "URLs fetched per round (the fetch list's size).", at_least(1)),
     S("strategy", str, "bfs", "ordering", "Ordering that scores the frontier: bfs, backlinks, "

@@ -114,14 +114,20 @@ VISITED = pa.schema([
     # TF-IDF cosine similarity of the page's text with the crawl's topic (strategies/topic.py);
     # null without a topic, or for a page without parsed text
     ("relevance", pa.float64()),
+    # JavaScript rendering (transforms/fetch/render.py, #19): the body parsed was the DOM
+    # headless Chromium rendered (false: rendering was tried and failed; null: not tried)
+    ("rendered", pa.bool_()),
+    ("render_links", pa.int32()),       # links the rendered DOM added over the static HTML
 ])
 
 # Columns added after files of SCHEMA_VERSION 1 were written: a file may lack them (readers
 # fill nulls through `conform`, and the round's file check accepts their absence).
 LATER_COLUMNS = {"visited": ("lsh_keys", "source", "refused_by", "near_cluster_fp",
                              "near_cluster_round", "doc_type", "text_chars", "description",
-                             "language", "published", "modified", "relevance"),
+                             "language", "published", "modified", "relevance", "rendered",
+                             "render_links"),
                  "frontier": ("topic_score", "topic_inherited", "depth_left"),
+                 "hosts": ("render_helped",),
                  "filtered": ("depth", "source", "refused_by"),
                  "near_duplicates": ("host", "cluster_fp", "cluster_round")}
 
@@ -156,6 +162,7 @@ HOSTS = pa.schema([
     ("consecutive_failures", pa.int32()),
     ("last_error", pa.string()),
     ("last_fetch_time", pa.float64()),
+    ("render_helped", pa.bool_()),       # --render auto: rendering found more links/text here (null: never rendered)
 ])
 
 # Filtered URLs are recorded with their reason so "every URL ever discovered is in exactly

@@ -66,6 +66,8 @@ class SimConfig:
     library_zipf: float = 1.0         # Zipf exponent of the words of titles and blurbs
     library_per_page: int = 20
     library_max_results: int = 1000   # results of one query it lets you page through
+    scripted: bool = False            # app/feed.simweb.test: links and text built by JavaScript (scripted.py)
+    scripted_pages: int = 6           # pages besides / on each scripted host
     # --- hostile -------------------------------------------------------------------------
     hostile: bool = False
     trickle_seconds: int = 20         # trickle: this many body bytes at 1 byte/s, then close

@@ -466,6 +466,9 @@ class SimWeb:
         self.library = (self._add_host(f"library.{DOMAIN}", "library", robots="404")
                         if cfg.library else None)                     # after all others: same addresses
         self._library = None
+        from . import scripted
+        self.scripted_hosts = ([self._add_host(f"{k}.{DOMAIN}", f"scripted_{k}", robots="scripted")
+                                for k in (scripted.APP, scripted.FEED)] if cfg.scripted else [])
         # special links placed on the root page of site0
         self.special_links = []   # (url-path-on-host, host, anchor)
         for mh in self.mirrors:
@@ -481,6 +484,8 @@ class SimWeb:
             self.special_links.append((self.documents_host, "/", "Documents of the simulated orchard"))
         if self.library:
             self.special_links.append((self.library, "/", "Library catalogue"))
+        for sh in self.scripted_hosts:
+            self.special_links.append((sh, "/", f"The {sh.name.split('.')[0]} single-page application"))
         self._hostile_state = {"ratelimit_last": None, "flaky_n": 0}
 
     # ------------------------------------------------------------------ text
@@ -601,6 +606,9 @@ class SimWeb:
         if v == "crawldelay":     # slow.simweb.test (hostile only): Crawl-delay 2, /private/ off
             from .hostile import SLOW_ROBOTS
             return Response(200, [("Content-Type", "text/plain")], SLOW_ROBOTS)
+        if v == "scripted":       # app/feed.simweb.test (scripted.py): /private/ off
+            from .scripted import ROBOTS
+            return Response(200, [("Content-Type", "text/plain")], ROBOTS)
         if v == "404":
             return self._simple(404, b"<html><body>no robots here</body></html>")
         if v == "500":
@@ -674,6 +682,9 @@ class SimWeb:
         elif host.kind == "library":
             from . import library
             r = library.respond(self, host, target, headers, now)
+        elif host.kind.startswith("scripted_"):
+            from . import scripted
+            r = scripted.respond(self, host, target, headers, now)
         else:
             r = self._respond_graph(host, target, headers, now)
         r.headers.append(("Date", http_date(now)))

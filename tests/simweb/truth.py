@@ -165,6 +165,14 @@ def ground_truth(web) -> dict:
             for dst, anchor in outlinks:
                 add_link(url, dst, anchor, "a", False)
 
+    for sh in web.scripted_hosts:
+        from . import scripted
+        for url, title, outlinks in scripted.truth(web, sh):
+            add_page(url, sh, -1)
+            cols["title"][url_set[url]] = title
+            for dst, anchor in outlinks:
+                add_link(url, dst, anchor, "a", False)
+
     pages = pa.table({
         "url": pa.array(cols["url"], pa.string()),
         "host": pa.array(cols["host"], pa.string()),

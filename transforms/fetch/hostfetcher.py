@@ -88,8 +88,11 @@ class HostFetcher(RobotsFetching):
     """
 
     def __init__(self, config: FetchConfig, clock: Callable[[], float] = time.time,
-                 sleep: Callable[[float], None] = time.sleep, resolver: Resolver | None = None):
+                 sleep: Callable[[float], None] = time.sleep, resolver: Resolver | None = None,
+                 renderer=None):
         self.config = config
+        self.renderer = renderer            # render.BrowserPool (--render), or None
+        self.render_session = None          # this host's browser context (render.py)
         self.clock = clock
         self.sleep = sleep
         self.guard = config.guard()
@@ -116,6 +119,8 @@ class HostFetcher(RobotsFetching):
         return s
 
     def close(self) -> None:
+        if self.render_session is not None:
+            self.render_session.close()
         self._session.close()
 
     def __enter__(self):
@@ -315,7 +320,7 @@ class HostFetcher(RobotsFetching):
 
     def slot_fetcher(self) -> "HostFetcher":
         """Another connection to the same host (--conns_per_host): its own session."""
-        return HostFetcher(self.config, self.clock, self.sleep, self.resolver)
+        return HostFetcher(self.config, self.clock, self.sleep, self.resolver, self.renderer)
 
     def _fetch_one(self, req: FetchRequest, state: HostState, rnd, start: float) -> FetchResult:
         """One URL of the host: the round's pauses and parking, address guard, robots.txt
@@ -354,4 +359,6 @@ class HostFetcher(RobotsFetching):
                 res = self._fetch_page(req, state, rnd)   # once, after the pause
             if res.reason == "retry_after":
                 rnd.paused_for = res.retry_after
+        if self.renderer is not None and res.outcome == OK:   # --render: the DOM after scripts
+            res = self.renderer.render_result(self, res, state, rnd)
         return res

@@ -14,7 +14,7 @@ CARRIED = ("fp", "url", "host", "depth", "discovered_round", "first_parent", "re
 
 RESULT_FIELDS = ("fetch_time", "elapsed_ms", "outcome", "reason", "http_status", "content_type",
                  "content_type_header", "body", "truncated", "redirect_to", "etag",
-                 "last_modified", "retry_after", "x_robots_tag", "http")
+                 "last_modified", "retry_after", "x_robots_tag", "http", "rendered", "render_links")
 
 
 def _page(row, result):
@@ -85,8 +85,9 @@ def fetch_one_host(fetcher_factory, host, rows, state_row, progress=None):
 class FetcherFactory:
     """Picklable factory so each thread builds its own HostFetcher (and session)."""
 
-    def __init__(self, config):
+    def __init__(self, config, renderer=None):
         self.config = config
+        self.renderer = renderer          # the worker's render.BrowserPool, or None
 
     def __call__(self):
-        return fetcher_mod.HostFetcher(self.config)
+        return fetcher_mod.HostFetcher(self.config, renderer=self.renderer)

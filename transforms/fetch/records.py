@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from schemas import tables
 from transforms.fetch import robots as robotsmod
 from transforms.fetch.netguard import AddressGuard
+from transforms.fetch.renderpolicy import RenderConfig
 
 TRANSIENT = "transient"
 DEFAULT_USER_AGENT = "beamcrawl/0.1 (+https://github.com/beamcrawl/beamcrawl)"
@@ -63,6 +64,7 @@ class FetchConfig:
     host_budget: float | None = None
     keep_http: bool = False      # keep each exchange as sent/received for the WARC (exchange.py)
     conns_per_host: int = 1      # connection slots per host (slots.py); Crawl-delay forces 1
+    render: RenderConfig = RenderConfig()   # JavaScript rendering (render.py, renderpolicy.py)
 
     def __post_init__(self):
         robotsmod.product_token(self.user_agent)          # fail early on a bad UA
@@ -119,6 +121,8 @@ class FetchResult:
     retry_after: float | None = None        # seconds the server asked us to wait
     x_robots_tag: str | None = None
     http: dict | None = None                # the exchange for the WARC (keep_http only)
+    rendered: bool | None = None            # body is the DOM headless Chromium rendered (render.py)
+    render_links: int | None = None         # links the rendered DOM adds over the static HTML
 
 
 _HOST_FIELDS = [f.name for f in tables.HOSTS]
@@ -140,6 +144,7 @@ class HostState:
     consecutive_failures: int = 0           # cumulative across rounds, reset by a success
     last_error: str | None = None
     last_fetch_time: float | None = None    # end of the last response
+    render_helped: bool | None = None       # --render auto: rendering found more on this host
 
     def to_row(self) -> dict:
         d = dataclasses.asdict(self)

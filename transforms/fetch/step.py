@@ -25,6 +25,7 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import tables
+from transforms.fetch import render
 from transforms.fetch.hostjob import FetcherFactory, fetch_one_host
 from transforms.fetch.progress import ERROR_OUTCOMES, FetchProgress, ProgressReporter
 from transforms.tableio.step import RowsToTables
@@ -42,7 +43,8 @@ class FetchHosts(beam.DoFn):
 
     def setup(self):
         self._pool = cf.ThreadPoolExecutor(self.threads, thread_name_prefix="fetch")
-        self._factory = FetcherFactory(self.config)
+        self._renderer = render.open_pool(self.config.render)   # --render: this worker's browser
+        self._factory = FetcherFactory(self.config, self._renderer)
         m = beam.metrics.Metrics
         self._pages, self._bytes = m.counter("fetch", "pages"), m.counter("fetch", "bytes")
         self._errors, self._hosts = m.counter("fetch", "errors"), m.counter("fetch", "hosts")
@@ -116,6 +118,9 @@ class FetchHosts(beam.DoFn):
         pool = getattr(self, "_pool", None)
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+        renderer = getattr(self, "_renderer", None)
+        if renderer is not None:
+            renderer.close()
 
 def _host_rows(batch, selected):
     hosts = set(selected)

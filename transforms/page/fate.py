@@ -51,6 +51,7 @@ HTML_TYPES = ("text/html", "application/xhtml+xml")
 VISITED_FROM_PAGE = ("fp", "url", "host", "depth", "discovered_round", "first_parent", "retries",
                      "fetch_time", "http_status", "content_type", "truncated", "elapsed_ms", "etag",
                      "last_modified", "source")
+RENDER_FROM_PAGE = ("rendered", "render_links")   # set only when rendering was tried (#19)
 
 
 @dataclass(frozen=True)
@@ -222,6 +223,7 @@ def page_fate(page: dict, config: PageConfig) -> PageFate:
     fate = PageFate(result=dict(fp=page["fp"], final=True))
     body = page.get("body") or b""
     visited = {k: page.get(k) for k in VISITED_FROM_PAGE}
+    visited.update({k: page[k] for k in RENDER_FROM_PAGE if page.get(k) is not None})
     visited.update(round=config.round_no, outcome=outcome, reason=reason, bytes=len(body),
                    redirect_to=page.get("redirect_to"))
     if outcome == tables.FORBIDDEN_ADDRESS:   # refused by a setting: retried once it changes
