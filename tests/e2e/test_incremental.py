@@ -56,6 +56,22 @@ def test_revisits_send_validators_and_unchanged_pages_cost_no_body(incremental_c
     assert set(nm.column("bytes").to_pylist()) == {0}
 
 
+def test_each_304_is_archived_as_a_revisit_record(incremental_crawl):
+    from warcio.archiveiterator import ArchiveIterator
+    _, d, reports, _, _ = incremental_crawl
+    c = CrawlDir(str(d))
+    revisits = []
+    for n in c.committed_rounds():
+        for name in c.manifest(n).get("warc", []):
+            with open(f"{c.warc_dir(n)}/{name}", "rb") as f:
+                revisits += [(r.rec_headers.get_header("WARC-Target-URI"),
+                              r.rec_headers.get_header("WARC-Profile"), r.http_headers.get_statuscode())
+                             for r in ArchiveIterator(f) if r.rec_type == "revisit"]
+    assert len(revisits) == sum(r["recrawl"]["not_modified"] for r in reports if r.get("recrawl")) > 0
+    assert {(p, s) for _, p, s in revisits} == {
+        ("http://netpreserve.org/warc/1.1/revisit/server-not-modified", "304")}
+
+
 def test_changes_detected_are_the_webs_true_changes(incremental_crawl):
     web, d, reports, times, _ = incremental_crawl
     c = CrawlDir(str(d))

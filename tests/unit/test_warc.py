@@ -163,3 +163,28 @@ def test_a_round_killed_before_its_commit_leaves_no_listed_warc_and_is_discarded
     assert c.discard_uncommitted(2) and not d.exists()
     c.commit(2, {})   # a round without WARC (--store parquet): nothing listed, no index
     assert c.manifest(2)["warc"] == [] and c.warc_index(2) is None
+
+
+def test_a_304_to_a_revisit_is_a_revisit_record_with_the_server_not_modified_profile(tmp_path):
+    cap = _capture(payload=b"")
+    cap["http"] = dict(cap["http"], status_line="HTTP/1.1 304 Not Modified",
+                       headers=[("ETag", '"v1"'), ("Date", "Tue, 14 Nov 2023 22:13:20 GMT")])
+    path = tmp_path / "r.warc.gz"
+    with open(path, "wb") as out:
+        w = WarcFile(out, "r.warc.gz")
+        line = w.add(cap)
+    recs = list(ArchiveIterator(open(path, "rb")))
+    assert [r.rec_type for r in recs] == ["warcinfo", "request", "revisit", "metadata"]
+    rev = recs[2]
+    assert rev.rec_headers.get_header("WARC-Profile") == \
+        "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+    assert rev.rec_headers.get_header("WARC-Refers-To-Target-URI") == cap["url"]
+    assert rev.http_headers.get_statuscode() == "304" and rev.http_headers.get_header("ETag") == '"v1"'
+    _, _, fields = parse_cdxj(line)
+    assert fields["status"] == "304" and fields["mime"] == "warc/revisit"
+    # an independent reader accepts it, digests included
+    import subprocess
+    import sys
+    check = subprocess.run([sys.executable, "-m", "warcio.cli", "check", "-v", str(path)],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr

@@ -7,6 +7,9 @@ own gzip member, in Common Crawl's order:
     response  the status line and headers as received, then the payload as received
               (still Content-Encoding'd); WARC-IP-Address; WARC-Truncated: length when the
               body was cut (body cap, or a non-2xx body read only up to the drain limit)
+    (revisit  instead of the response when the server answered 304 Not Modified to a
+              revisit's validators (--mode incremental): the status line and headers, no
+              payload, WARC-Profile server-not-modified, WARC-Refers-To-Target-URI the URL)
     metadata  application/warc-fields: `fetchTimeMs: N` and one `outlink: URL HOP` per link
               the page gave (HOP: L link, R redirect, S sitemap entry, X child sitemap),
               WARC-Concurrent-To: the response
@@ -30,6 +33,7 @@ from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
 SOFTWARE = "beamcrawl/0.1 (+https://github.com/beamcrawl/beamcrawl)"
+NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 DATED = "%Y%m%d%H%M%S"
 
 
@@ -127,10 +131,17 @@ class WarcFile:
         if http.get("payload_cut"):
             response_headers["WARC-Truncated"] = "length"
         payload = capture["payload"] or b""
-        response = self._writer.create_warc_record(
-            url, "response", payload=io.BytesIO(payload), length=None,
-            http_headers=StatusAndHeaders(status, headers, protocol=protocol),
-            warc_headers_dict=response_headers)
+        code = status.split(" ")[0]
+        if code == "304":    # WARC 1.1 6.7.2: a revisit, the server said the content is unchanged
+            response = self._writer.create_warc_record(
+                url, "revisit", http_headers=StatusAndHeaders(status, headers, protocol=protocol),
+                warc_headers_dict=dict(response_headers, **{
+                    "WARC-Profile": NOT_MODIFIED_PROFILE, "WARC-Refers-To-Target-URI": url}))
+        else:
+            response = self._writer.create_warc_record(
+                url, "response", payload=io.BytesIO(payload), length=None,
+                http_headers=StatusAndHeaders(status, headers, protocol=protocol),
+                warc_headers_dict=response_headers)
         response_id = response.rec_headers.get_header("WARC-Record-ID")
         request = self._writer.create_warc_record(
             url, "request", http_headers=StatusAndHeaders(http["request_line"], http["request_headers"],
@@ -144,8 +155,9 @@ class WarcFile:
             url, "metadata", payload=io.BytesIO(("\r\n".join(lines) + "\r\n").encode("utf-8")),
             warc_content_type="application/warc-fields",
             warc_headers_dict=dict(common, **{"WARC-Concurrent-To": response_id})))
-        fields = {"url": url, "mime": _media_type(http["headers"]), "status": status.split(" ")[0],
-                  "digest": response.rec_headers.get_header("WARC-Payload-Digest"),
+        fields = {"url": url, "mime": "warc/revisit" if code == "304" else _media_type(http["headers"]),
+                  "status": code, "digest": response.rec_headers.get_header("WARC-Payload-Digest")
+                  or response.rec_headers.get_header("WARC-Block-Digest"),
                   "length": str(length), "offset": str(offset), "filename": self.filename}
         return cdxj_line(surt(url), timestamp14(when), fields)
 
