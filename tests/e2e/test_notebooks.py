@@ -44,6 +44,26 @@ def vertical_crawl(simweb_small, tmp_path_factory):
     return d
 
 
+@pytest.fixture(scope="module")
+def incremental_crawl(tmp_path_factory):
+    """The small web crawled on a simulated clock: day 0 to the end, then two daily rounds
+    of revisits (uniform policy), as tests/e2e/test_incremental.py does."""
+    from tests.simweb.process import SimWebProcess
+    web = SimWebProcess("small", seed=3, clock_file=True, base_rate_per_day=1.0)
+    try:
+        t0 = web.web.cfg.sim_start
+        web.set_time(t0)
+        d = tmp_path_factory.mktemp("notebook_incremental") / "crawl"
+        crawlstate.start_crawl(web, d, "--mode", "incremental", "--refetch_policy", "uniform")
+        crawlstate.run_rounds(d, "--until_empty", "--round_time", str(t0))
+        for k in (1, 2):
+            web.set_time(t0 + k * 86400)
+            crawlstate.run_rounds(d, "--rounds", "1", "--round_time", str(t0 + k * 86400))
+        yield d
+    finally:
+        web.stop()
+
+
 def execute(path, env):
     """Run the notebook at `path` with `env` added to the kernel's environment; return it."""
     nb = nbformat.read(path, as_version=4)
@@ -119,6 +139,25 @@ def test_focused_says_a_crawl_without_a_topic_has_no_harvest(crawl):
     assert outputs(nb, "image/png") == []
 
 
+def test_freshness_plots_revisits_rates_and_the_policies(incremental_crawl):
+    nb = execute(NOTEBOOKS / "freshness.ipynb", kernel_env(incremental_crawl))
+    text = "".join(outputs(nb, "text"))
+    c = CrawlDir(str(incremental_crawl))
+    rec = [c.read_report(n).get("recrawl") for n in c.committed_rounds()[1:]]
+    rec = [r for r in rec if r]
+    assert "mode incremental" in text and f"{len(rec)} of " in text
+    assert (f"304s {sum(r.get('not_modified', 0) for r in rec)}, "
+            f"bytes saved {sum(r.get('bytes_saved', 0) for r in rec)}") in text
+    assert "uniform" in text and "optimal" in text
+    assert len(outputs(nb, "image/png")) == 3          # per round, rates, policies
+
+
+def test_freshness_says_a_batch_crawl_has_no_revisits(crawl):
+    nb = execute(NOTEBOOKS / "freshness.ipynb", kernel_env(crawl))
+    text = "".join(outputs(nb, "text"))
+    assert "no round reports revisits" in text and outputs(nb, "image/png") == []
+
+
 @pytest.mark.parametrize("path", ALL, ids=[p.name for p in ALL])
 def test_notebooks_are_committed_without_outputs(path):
     nb = json.loads(path.read_text(encoding="utf-8"))
@@ -129,4 +168,5 @@ def test_notebooks_are_committed_without_outputs(path):
 
 
 def test_every_notebook_is_executed_here():
-    assert {p.name for p in ALL} == {"crawl_overview.ipynb", "strategies.ipynb", "focused.ipynb"}
+    assert {p.name for p in ALL} == {"crawl_overview.ipynb", "strategies.ipynb", "focused.ipynb",
+                                       "freshness.ipynb"}
