@@ -11,6 +11,7 @@ step takes, so a step receives the part it needs and never a raw dict:
     contentseen  ContentSeenConfig
     score        ScoreConfig      (the ordering strategy object and the PageRank path)
     warc_max_bytes  the WARC's rotation size (None when --store keeps no WARC)
+    shard        ShardConfig (this fleet's shard and the host partitioner) or None
     refusals     {refusal key: signature} of the address guard and scope settings
                  (transforms.urls.refusals), stored with every refusal they decide
 
@@ -24,6 +25,7 @@ import re
 from dataclasses import dataclass
 
 from strategies.ordering import CRAWL_ORDERINGS, get_ordering
+from strategies.partition import get_partitioner
 from transforms.fetch import netguard
 from transforms.fetch.records import FetchConfig
 from transforms.page.fate import PageConfig
@@ -64,6 +66,43 @@ class ScoreConfig:
     pagerank_path: str          # memory | beam | auto
     pagerank_beam_edges: int
     pagerank_iterations: int
+
+
+@dataclass(frozen=True)
+class ShardConfig:
+    index: int                  # this fleet's shard
+    partitioner: object         # a strategies.partition.Partitioner
+
+
+def _shard_numbers(flag, value):
+    try:
+        return tuple(int(v) for v in csv(value))
+    except ValueError:
+        raise ConfigError(f"--{flag} {value}: expected comma-separated shard numbers, e.g. 2 or 1,3") from None
+
+
+def shard_config(s):
+    """The fleet's ShardConfig; None for an unsharded crawl (one shard, none removed)."""
+    num, index = int(s.get("num_shards") or 1), int(s.get("shard") or 0)
+    removed = _shard_numbers("remove_shard", s.get("remove_shard"))
+    if index >= num:
+        raise ConfigError(f"--shard {index}: must be below --num_shards {num} (shards are numbered from 0)")
+    if num == 1 and not removed:
+        return None
+    try:
+        weights = tuple(float(w) for w in csv(s.get("shard_weights")))
+    except ValueError:
+        raise ConfigError(f"--shard_weights {s.get('shard_weights')}: expected comma-separated numbers") from None
+    if weights and s.get("partition") == "hash_mod":
+        raise ConfigError("--shard_weights: only --partition consistent takes weights; clear it or "
+                          "use --partition consistent")
+    try:
+        part = get_partitioner(s.get("partition") or "consistent", num, removed=removed, weights=weights,
+                               virtual_nodes=int(s.get("virtual_nodes") or 1000))
+    except ValueError as e:
+        flag = "--shard_weights" if "weight" in str(e) else "--remove_shard"
+        raise ConfigError(f"{flag}: {e}") from None
+    return ShardConfig(index, part)
 
 
 def url_filter(s) -> UrlFilter:
@@ -181,6 +220,7 @@ class RoundConfig:
     score: ScoreConfig
     refusals: tuple = ()        # sorted (key, signature) pairs; see `signatures`
     warc_max_bytes: int | None = None   # WARC files rotate at this size; None: no WARC
+    shard: ShardConfig | None = None    # a sharded crawl's shard and partitioner
 
     @property
     def signatures(self) -> dict:
@@ -221,4 +261,5 @@ class RoundConfig:
                               int(s["pagerank_iterations"])),
             refusals=tuple(sorted(sigs.items())),
             warc_max_bytes=int(s.get("warc_max_bytes") or 1_000_000_000) if warc else None,
+            shard=shard_config(s),
         )

@@ -34,7 +34,8 @@ from schemas import tables
 from transforms.tableio.files import read_view
 
 SNAPSHOT_TABLES = ("frontier", "hosts", "opic")
-DELTA_TABLES = ("visited", "links", "pages", "filtered", "near_duplicates")
+DELTA_TABLES = ("visited", "links", "pages", "filtered", "near_duplicates",
+                "outbox")   # outbox: URLs for other shards' hosts (pipelines/fleet.py)
 COMMITTED = "_COMMITTED"
 CRAWL_JSON = "crawl.json"
 REPORT_JSON = "report.json"

@@ -13,7 +13,7 @@ import sys
 import time
 
 # pipelines.cli first: it quiets the log lines Beam prints while it is imported
-from pipelines import cli
+from pipelines import cli, fleet
 
 # isort: split
 from apache_beam.io.filesystems import FileSystems
@@ -95,6 +95,7 @@ def run_inject(argv):
         url, why = rejected[0]
         raise UsageError(f"none of the {len(raw)} seeds is an in-scope http(s) URL (e.g. {url}: {why}); "
                          "nothing was written")
+    fleet.check_layout(crawl, cfg.shard)
     plan = plan_round(crawl, prev)
     # checked: from here on, write
     for url, why in rejected:
@@ -103,6 +104,7 @@ def run_inject(argv):
         crawl.write_config(dict(config, round_defaults=new_defaults))
     crawl.discard_uncommitted(round_no)
     crawl.write_json(round_no, "options.json", settings)
+    fleet.write_read_through(crawl, round_no, cfg.shard, fleet.read_through(crawl, prev))
     run_pipeline(lambda p: build_round(p, crawl, cfg, plan, seeds=bundles, do_fetch=False),
                  cmd.beam_argv)
     report = report_mod.round_report(crawl, round_no, prev, settings, now, time.time())

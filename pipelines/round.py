@@ -13,7 +13,7 @@ import sys
 import time
 
 # pipelines.cli first: it quiets the log lines Beam prints while it is imported
-from pipelines import cli
+from pipelines import cli, fleet
 from pipelines import report as report_mod
 from pipelines.config import ConfigError, RoundConfig
 from pipelines.crawldir import CrawlDir, CrawlStateError
@@ -80,9 +80,11 @@ def next_round(cmd, out=print, noted=None):
     settings = effective_round_settings(cmd.given, config.get("round_defaults", {}))
     now = time.time() if cmd.values.get("round_time") is None else cmd.values["round_time"]
     cfg = round_config(settings, round_no, now)   # bad flags fail before any write
+    fleet.check_layout(crawl, cfg.shard)
     plan = plan_round(crawl, prev)
+    inbox, inbox_rows, read_through = fleet.plan_inbox(crawl, prev, cfg.shard)   # other shards' URLs
     why_not = nothing_due(crawl, prev, now, cfg.generate.max_depth)
-    if why_not and not changed_refusal_settings(crawl, cfg):
+    if why_not and not inbox_rows and not changed_refusal_settings(crawl, cfg):
         raise cli.Notice(why_not)   # (a changed guard/scope setting: the round re-admits refusals)
     if settings["allow_loopback"] and "loopback" not in noted:
         noted.add("loopback")
@@ -91,7 +93,8 @@ def next_round(cmd, out=print, noted=None):
         LOG.warning("discarded the partial output of an interrupted run of round %d", round_no)
     started = time.time()
     crawl.write_json(round_no, "options.json", settings)
-    result = run_pipeline(lambda p: build_round(p, crawl, cfg, plan), cmd.beam_argv)
+    fleet.write_read_through(crawl, round_no, cfg.shard, read_through)
+    result = run_pipeline(lambda p: build_round(p, crawl, cfg, plan, inbox=inbox), cmd.beam_argv)
     report = report_mod.round_report(crawl, round_no, prev, settings, started, time.time(), result)
     faults.crash_point("before_commit")
     crawl.commit(round_no, report)

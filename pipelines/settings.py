@@ -27,6 +27,7 @@ GROUPS = {
     "duplicates": "exact and near-duplicate pages",
     "documents": "which formats are parsed, and each document's parsing budget",
     "storage": "what the round tables keep",
+    "sharding": "several crawler fleets, each owning a share of the hosts (README \"Scale out\")",
     "runner": "the round's clock; Beam's own flags (--runner, --direct_num_workers, "
               "--direct_running_mode, --job_endpoint, --environment_type, ...) pass through to Beam",
 }
@@ -210,6 +211,20 @@ ROUND_SETTINGS = {s.name: s for s in [
       "to --store (warc -> both), false removes it (both -> warc).", shown="unset"),
     S("ignore_meta_noindex", parse_bool, False, "storage",
       "Store pages even when meta robots / X-Robots-Tag says noindex (audits)."),
+    # --- sharding (issue #15; pipelines/fleet.py, strategies/partition) ---
+    S("shard", int, 0, "sharding", "This fleet's shard, 0..--num_shards-1; with --num_shards > 1 "
+      "its --crawl_dir is ROOT/shard-NN (NN = this number, two digits).", at_least(0)),
+    S("num_shards", int, 1, "sharding", "Crawler fleets sharing the hosts; links to another "
+      "shard's hosts go to its inbox. 1 = not sharded.", at_least(1)),
+    S("partition", str, "consistent", "sharding", "How hosts are assigned to shards: consistent "
+      "(hash ring with virtual nodes) or hash_mod (hash(host) mod live shards).",
+      one_of("consistent", "hash_mod")),
+    S("virtual_nodes", int, 1000, "sharding", "Points per shard on the consistent-hashing ring.",
+      at_least(1)),
+    S("shard_weights", str, "", "sharding", "Comma-separated relative capacity per shard "
+      "(consistent only), e.g. 1,1,2; '' = equal."),
+    S("remove_shard", str, "", "sharding", "Comma-separated shards taken off the ring: their hosts "
+      "pass to the next shard on the ring (consistent) or are re-spread (hash_mod)."),
 ]}
 
 CRAWL_DIR = S("crawl_dir", str, None, "command", "Crawl directory: a local path or any Beam "
