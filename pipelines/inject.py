@@ -109,7 +109,8 @@ def run_inject(argv):
                  cmd.beam_argv)
     report = report_mod.round_report(crawl, round_no, prev, settings, now, time.time())
     report["injected"] = len(bundles[0]["dst"])
-    report["known_seeds"] = report["injected"] - report["new_urls"]
+    report["forwarded_seeds"] = int(report["stats"].get("forwarded_urls", 0))   # other shards' hosts
+    report["known_seeds"] = report["injected"] - report["new_urls"] - report["forwarded_seeds"]
     report["changed_defaults"] = [[flag, old, new] for flag, old, new in changes]
     crawl.commit(round_no, report, full_tables=() if prev is not None else DELTA_TABLES)
     return report
@@ -125,6 +126,8 @@ def describe(report):
     known = report["known_seeds"]
     lines.append(f"round {report['round']}: injected {report['new_urls']} new seeds"
                  + (f", {known} already known (not added again)" if known else "")
+                 + (f", {report['forwarded_seeds']} sent to the shards that own their hosts"
+                    if report.get("forwarded_seeds") else "")
                  + f"; frontier {report['frontier_size']} URLs")
     return "\n".join(lines)
 

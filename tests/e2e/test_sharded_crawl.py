@@ -63,6 +63,7 @@ def _visited(root, s):
     return c.read_table("visited", c.last_committed(), columns=["url", "host", "outcome"]).to_pylist()
 
 
+@pytest.mark.slow
 def test_three_shards_fetch_exactly_the_reachable_set_each_page_once(fleets, simweb_small):
     root = fleets[0]
     rows = [r for s in range(SHARDS) for r in _visited(root, s)]
@@ -73,6 +74,7 @@ def test_three_shards_fetch_exactly_the_reachable_set_each_page_once(fleets, sim
     assert sorted(reachable - fetched) == [] and sorted(fetched - reachable) == []
 
 
+@pytest.mark.slow
 def test_each_host_is_fetched_only_by_the_shard_that_owns_it(fleets):
     root = fleets[0]
     settings = effective_round_settings({}, CrawlDir(str(shard_dir(root, 0))).read_config()["round_defaults"])
@@ -84,6 +86,7 @@ def test_each_host_is_fetched_only_by_the_shard_that_owns_it(fleets):
         assert set(part.owners(sorted(hosts)).tolist()) <= {s}
 
 
+@pytest.mark.slow
 def test_links_crossed_between_shards_through_the_inboxes(fleets):
     _, _, reports, _ = fleets
     stats = [r["stats"] for s in range(SHARDS) for r in reports[s]]
@@ -91,6 +94,7 @@ def test_links_crossed_between_shards_through_the_inboxes(fleets):
     assert sum(x.get("inbox_urls", 0) for x in stats) > 0
 
 
+@pytest.mark.slow
 def test_server_log_each_page_once_each_host_from_one_shard_politely(fleets, simweb_small):
     _, windows, _, log = fleets
     pages = collections.Counter((r["host"].lower(), r["path"]) for r in log if not r["path"].startswith("/robots"))

@@ -55,8 +55,8 @@ class OwnFrontier(beam.PTransform):
         self.shard = shard
 
     def expand(self, frontier):
-        out = frontier | "Split" >> beam.ParDo(_SplitFrontier(self.shard)).with_output_types(pa.Table).with_outputs(
-            "away", "stats", main="frontier")
+        split_fn = beam.ParDo(_SplitFrontier(self.shard)).with_output_types(pa.Table)
+        out = frontier | "Split" >> split_fn.with_outputs("away", "stats", main="frontier")
         return {"frontier": out.frontier, "away": out.away, "stats": out.stats}
 
 
@@ -71,8 +71,9 @@ class RouteCandidates(beam.PTransform):
 
     def expand(self, candidates):
         others = [s for s in self.shard.partitioner.live if s != self.shard.index]
-        out = candidates | "Split" >> beam.ParDo(_Route(self.shard)).with_output_types(pa.Table).with_outputs(
-            "stats", *[_tag(s) for s in others], main="candidates")
+        route_fn = beam.ParDo(_Route(self.shard)).with_output_types(pa.Table)
+        out = candidates | "Split" >> route_fn.with_outputs("stats", *[_tag(s) for s in others],
+                                                              main="candidates")
         for s in others:
             (out[_tag(s)] | f"Write{_tag(s)}" >> WriteTable(f"{self.outbox_dir}/to-{s:02d}", tables.OUTBOX))
         return {"candidates": out.candidates, "stats": out.stats}
