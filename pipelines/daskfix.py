@@ -155,25 +155,9 @@ class _TagIs:
         return _has_tag(self.tag, v)
 
 
-def _result_class():
-    from apache_beam.runners.dask.dask_runner import DaskRunnerResult
-
-    class Result(DaskRunnerResult):
-        """DaskRunnerResult that closes its client once the job ended (a launcher running
-        several rounds would otherwise keep one client per round)."""
-
-        def wait_until_finish(self, duration=None):
-            try:
-                return super().wait_until_finish(duration)
-            finally:
-                self.client.close()
-
-    return Result
-
-
 def _run_pipeline(self, pipeline, options):
     import dask.distributed as ddist
-    from apache_beam.runners.dask.dask_runner import DaskOptions
+    from apache_beam.runners.dask.dask_runner import DaskOptions, DaskRunnerResult
     from apache_beam.runners.dask.overrides import dask_overrides
     dask_options = options.view_as(DaskOptions).get_all_options(drop_default=True, current_only=True)
     bag_kwargs = DaskOptions._extract_bag_kwargs(dask_options)
@@ -182,7 +166,7 @@ def _run_pipeline(self, pipeline, options):
     _, leaves = _translate(pipeline, bag_kwargs)
     counts = [leaf.map_partitions(_count) for leaf in leaves]   # run every branch; fetch no data
     futures = client.compute(counts, optimize_graph=False)
-    return _result_class()(client, futures)
+    return DaskRunnerResult(client, futures)
 
 
 def install():
