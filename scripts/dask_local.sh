@@ -9,7 +9,8 @@
 # PYTHON (default: python) must have beamcrawl and apache-beam[dask] installed; the workers
 # run the same interpreter, with this checkout on PYTHONPATH. DASK_WORKERS (default 2) worker
 # processes, each with DASK_THREADS (default 1) threads. The cluster's logs go to a
-# temporary folder that is printed, and kept, when something fails.
+# temporary folder that is printed, and kept, when something fails. Workers exit by themselves
+# 60 s after losing the scheduler (--death-timeout), should this script be killed outright.
 set -euo pipefail
 PY=${PYTHON:-python}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,7 +38,7 @@ for _ in $(seq 1 300); do [ -s "$WORK/scheduler.json" ] && break; sleep 0.1; don
 ADDR=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["address"])' "$WORK/scheduler.json")
 for i in $(seq 1 "${DASK_WORKERS:-2}"); do
   "$PY" -m dask worker "$ADDR" --host 127.0.0.1 --nthreads "${DASK_THREADS:-1}" \
-    --no-dashboard --no-nanny --name "worker-$i" --local-directory "$WORK/worker-$i" \
+    --no-dashboard --no-nanny --death-timeout 60 --name "worker-$i" --local-directory "$WORK/worker-$i" \
     >"$WORK/worker-$i.log" 2>&1 &
   PIDS+=($!)
 done
