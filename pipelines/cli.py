@@ -174,11 +174,27 @@ def _refuse_other_commands_flag(command, arg):
             raise UsageError(f"{name} is a flag of `beamcrawl {other}`, not of `beamcrawl {command}`")
 
 
+def _import_runner(rest):
+    """A runner given by module path (`--runner apache_beam.runners.dask.dask_runner.DaskRunner`)
+    defines its options (--dask_client_address) in its module: import it so they are known."""
+    for i, arg in enumerate(rest):
+        value = (arg.split("=", 1)[1] if arg.startswith("--runner=") else
+                 rest[i + 1] if arg == "--runner" and i + 1 < len(rest) else None)
+        if value and "." in value:
+            module = value.rsplit(".", 1)[0]
+            try:
+                importlib.import_module(module)
+            except ImportError as e:
+                raise UsageError(f"--runner {value}: cannot import {module} ({e}); install the "
+                                 f"runner's package (e.g. apache-beam[dask] for the DaskRunner)") from None
+
+
 def parse_command_line(command, argv):
     """Our flags typed and checked, and the rest (Beam's flags) left for Beam."""
     parser = build_parser(command)
     known, rest = parser.parse_known_args(list(argv))
     if rest:
+        _import_runner(rest)
         _, unknown = beam_parser().parse_known_args(rest)
         if unknown:
             _refuse_other_commands_flag(command, unknown[0])

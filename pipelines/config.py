@@ -14,6 +14,7 @@ step takes, so a step receives the part it needs and never a raw dict:
     warc_max_bytes  the WARC's rotation size (None when --store keeps no WARC)
     deepweb      ProbeConfig      (strategies.deepweb.planner), None with --deep_web off
     recrawl      RecrawlConfig    (--mode, the revisit policy object; strategies.recrawl)
+    shard        ShardConfig (this fleet's shard and the host partitioner) or None
     refusals     {refusal key: signature} of the address guard and scope settings
                  (transforms.urls.refusals), stored with every refusal they decide
 
@@ -30,6 +31,7 @@ from pipelines import focused
 from strategies.deepweb.planner import ProbeConfig
 from strategies.ordering import CRAWL_ORDERINGS, get_ordering, ordering_params
 from strategies.recrawl import get_policy
+from strategies.partition import get_partitioner
 from transforms.fetch import netguard
 from transforms.fetch import render as render_mod
 from transforms.fetch.records import FetchConfig
@@ -103,6 +105,43 @@ class ScoreConfig:
     pagerank_path: str          # memory | beam | auto
     pagerank_beam_edges: int
     pagerank_iterations: int
+
+
+@dataclass(frozen=True)
+class ShardConfig:
+    index: int                  # this fleet's shard
+    partitioner: object         # a strategies.partition.Partitioner
+
+
+def _shard_numbers(flag, value):
+    try:
+        return tuple(int(v) for v in csv(value))
+    except ValueError:
+        raise ConfigError(f"--{flag} {value}: expected comma-separated shard numbers, e.g. 2 or 1,3") from None
+
+
+def shard_config(s):
+    """The fleet's ShardConfig; None for an unsharded crawl (one shard, none removed)."""
+    num, index = int(s.get("num_shards") or 1), int(s.get("shard") or 0)
+    removed = _shard_numbers("remove_shard", s.get("remove_shard"))
+    if index >= num:
+        raise ConfigError(f"--shard {index}: must be below --num_shards {num} (shards are numbered from 0)")
+    if num == 1 and not removed:
+        return None
+    try:
+        weights = tuple(float(w) for w in csv(s.get("shard_weights")))
+    except ValueError:
+        raise ConfigError(f"--shard_weights {s.get('shard_weights')}: expected comma-separated numbers") from None
+    if weights and s.get("partition") == "hash_mod":
+        raise ConfigError("--shard_weights: only --partition consistent takes weights; clear it or "
+                          "use --partition consistent")
+    try:
+        part = get_partitioner(s.get("partition") or "consistent", num, removed=removed, weights=weights,
+                               virtual_nodes=int(s.get("virtual_nodes") or 1000))
+    except ValueError as e:
+        flag = "--shard_weights" if "weight" in str(e) else "--remove_shard"
+        raise ConfigError(f"{flag}: {e}") from None
+    return ShardConfig(index, part)
 
 
 def url_filter(s) -> UrlFilter:
@@ -245,6 +284,7 @@ class RoundConfig:
     max_buffer: int = 0         # vertical crawling: the frontier's bound (0 = none)
     deepweb: ProbeConfig | None = None  # --deep_web forms: how forms are probed
     recrawl: RecrawlConfig | None = None   # --mode and the revisit settings (issue #13)
+    shard: ShardConfig | None = None    # a sharded crawl's shard and partitioner
 
     @property
     def signatures(self) -> dict:
@@ -295,6 +335,7 @@ class RoundConfig:
             max_buffer=int(s.get("max_buffer") or 0),
             deepweb=deepweb_config(s),
             recrawl=recrawl(s),
+            shard=shard_config(s),
         )
 
 

@@ -38,7 +38,7 @@ from transforms.tableio.files import read_view
 
 SNAPSHOT_TABLES = ("frontier", "hosts", "opic", "deepweb")
 DELTA_TABLES = ("visited", "links", "pages", "filtered", "near_duplicates", "docfreq", "forms",
-                "recrawl")
+                "recrawl", "outbox")   # outbox: URLs for other shards' hosts (pipelines/fleet.py)
 COMMITTED = "_COMMITTED"
 PRUNED = "_PRUNED"
 CRAWL_JSON = "crawl.json"

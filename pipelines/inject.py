@@ -13,7 +13,7 @@ import sys
 import time
 
 # pipelines.cli first: it quiets the log lines Beam prints while it is imported
-from pipelines import cli
+from pipelines import cli, fleet
 
 # isort: split
 from apache_beam.io.filesystems import FileSystems
@@ -95,6 +95,7 @@ def run_inject(argv):
         url, why = rejected[0]
         raise UsageError(f"none of the {len(raw)} seeds is an in-scope http(s) URL (e.g. {url}: {why}); "
                          "nothing was written")
+    fleet.check_layout(crawl, cfg.shard)
     plan = plan_round(crawl, prev)
     # checked: from here on, write
     for url, why in rejected:
@@ -103,11 +104,13 @@ def run_inject(argv):
         crawl.write_config(dict(config, round_defaults=new_defaults))
     crawl.discard_uncommitted(round_no)
     crawl.write_json(round_no, "options.json", settings)
+    fleet.write_read_through(crawl, round_no, cfg.shard, fleet.read_through(crawl, prev))
     run_pipeline(lambda p: build_round(p, crawl, cfg, plan, seeds=bundles, do_fetch=False),
                  cmd.beam_argv)
     report = report_mod.round_report(crawl, round_no, prev, settings, now, time.time())
     report["injected"] = len(bundles[0]["dst"])
-    report["known_seeds"] = report["injected"] - report["new_urls"]
+    report["forwarded_seeds"] = int(report["stats"].get("forwarded_urls", 0))   # other shards' hosts
+    report["known_seeds"] = report["injected"] - report["new_urls"] - report["forwarded_seeds"]
     report["changed_defaults"] = [[flag, old, new] for flag, old, new in changes]
     crawl.commit(round_no, report, full_tables=() if prev is not None else DELTA_TABLES)
     return report
@@ -123,6 +126,8 @@ def describe(report):
     known = report["known_seeds"]
     lines.append(f"round {report['round']}: injected {report['new_urls']} new seeds"
                  + (f", {known} already known (not added again)" if known else "")
+                 + (f", {report['forwarded_seeds']} sent to the shards that own their hosts"
+                    if report.get("forwarded_seeds") else "")
                  + f"; frontier {report['frontier_size']} URLs")
     return "\n".join(lines)
 

@@ -13,7 +13,7 @@ import sys
 import time
 
 # pipelines.cli first: it quiets the log lines Beam prints while it is imported
-from pipelines import cli
+from pipelines import cli, fleet
 from pipelines import focused
 from pipelines import report as report_mod
 from pipelines.config import ConfigError, RoundConfig
@@ -83,10 +83,12 @@ def next_round(cmd, out=print, noted=None):
     now = time.time() if cmd.values.get("round_time") is None else cmd.values["round_time"]
     cfg = round_config(settings, round_no, now)   # bad flags fail before any write
     cfg = focused.with_docfreq(cfg, crawl, prev)   # vertical: the crawl's document frequencies
+    fleet.check_layout(crawl, cfg.shard)
     plan = plan_round(crawl, prev)
     revisits = plan_revisits(crawl, prev, cfg)   # incremental mode: due revisits (else empty)
+    inbox, inbox_rows, read_through = fleet.plan_inbox(crawl, prev, cfg.shard)   # other shards' URLs
     why_not = nothing_due(crawl, prev, now, cfg.generate.max_depth)
-    if why_not and not len(revisits) and not changed_refusal_settings(crawl, cfg):
+    if why_not and not len(revisits) and not inbox_rows and not changed_refusal_settings(crawl, cfg):
         raise cli.Notice(why_not)   # (a changed guard/scope setting: the round re-admits refusals)
     if settings["allow_loopback"] and "loopback" not in noted:
         noted.add("loopback")
@@ -95,7 +97,9 @@ def next_round(cmd, out=print, noted=None):
         LOG.warning("discarded the partial output of an interrupted run of round %d", round_no)
     started = time.time()
     crawl.write_json(round_no, "options.json", settings)
-    result = run_pipeline(lambda p: build_round(p, crawl, cfg, plan, revisits=revisits), cmd.beam_argv)
+    fleet.write_read_through(crawl, round_no, cfg.shard, read_through)
+    result = run_pipeline(lambda p: build_round(p, crawl, cfg, plan, revisits=revisits, inbox=inbox),
+                          cmd.beam_argv)
     report = report_mod.round_report(crawl, round_no, prev, settings, started, time.time(), result)
     report["round_time"] = now          # the clock generate and the due tests ran at
     faults.crash_point("before_commit")

@@ -27,6 +27,7 @@ from transforms.page.visited import harvest_stats
 from transforms.recrawl.step import UpdateRecrawlState
 from transforms.score.modes import LocalScore, scores_per_row, uses_beam_pagerank
 from transforms.score.step import BoundFrontier, ScoreByBeamPageRank, ScoreWholeFrontier
+from transforms.shard.step import OwnFrontier, RouteCandidates
 from transforms.tableio.step import ReadTables, WriteStats, WriteTable, sum_dicts
 from transforms.urls import refusals
 from transforms.urlseen.candidates import candidates_and_edges, filtered_table
@@ -99,11 +100,12 @@ def _stale_refusal_files(files, changed):
     return out
 
 
-def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None):
+def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inbox=()):
     """Wire round `cfg.round_no`'s pipeline onto `p`; its outputs go to rounds/N/.
 
     `cfg`: the round's RoundConfig; `plan`: plan_round's (files, rows) of the committed
-    inputs; `seeds`: candidates bundles to inject; `do_fetch` False for an inject round.
+    inputs; `seeds`: candidates bundles to inject; `do_fetch` False for an inject round;
+    `inbox`: other shards' outbox files for this shard (pipelines.fleet.plan_inbox).
     """
     files, rows = plan
     round_no, gen = cfg.round_no, cfg.generate
@@ -112,6 +114,9 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None):
                                          / BUCKET_ROWS))
 
     frontier = _read(p, "Frontier", files["frontier"], tables.FRONTIER)
+    if cfg.shard:   # a sharded crawl: only this shard's hosts (the rest go to their owners)
+        owned = frontier | "OwnFrontier" >> OwnFrontier(cfg.shard)
+        frontier = owned["frontier"]
     visited_view = _read(p, "Visited", files["visited"], tables.VISITED, OLD_COLUMNS,
                          with_positions=True)
     # URL-seen reads the fp column of these files itself, inside its map-side probe
@@ -119,7 +124,7 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None):
         [("visited", f) for f in files["visited"]] + [("filtered", f) for f in files["filtered"]],
         reshuffle=spreads_files(p))
     hosts = _read(p, "Hosts", files["hosts"], tables.HOSTS)
-    stats = []
+    stats = [owned["stats"]] if cfg.shard else []
 
     if do_fetch:
         # Generate: the top max_pages due URLs by score, at most max_per_host per host
@@ -204,6 +209,14 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None):
         candidates = (candidates, readmitted["candidates"]) | "WithReadmitted" >> beam.Flatten()
         filtered = (filtered, readmitted["filtered"]) | "WithRefusedAgain" >> beam.Flatten()
         stats.append(readmitted["stats"])
+
+    if cfg.shard:   # other shards' hosts to their outboxes; their URLs for us from our inbox
+        inbox_tables = _read(p, "Inbox", inbox, tables.OUTBOX)
+        stats.append(inbox_tables | "InboxStats" >> beam.Map(lambda t: {"inbox_urls": t.num_rows}))
+        routed = ((candidates, owned["away"], inbox_tables) | "AllCandidates" >> beam.Flatten()
+                  | "RouteCandidates" >> RouteCandidates(cfg.shard, crawl.table_dir(round_no, "outbox")))
+        candidates = routed["candidates"]
+        stats.append(routed["stats"])
 
     # URL-seen: CoGroupByKey on fingerprint buckets of frontier, seen hits, results, links
     ordering = cfg.score.ordering

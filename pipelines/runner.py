@@ -41,6 +41,9 @@ def pipeline_options(argv):
 def run_pipeline(builder, argv):
     construction.install()
     options, runner = pipeline_options(argv)
+    if "DaskRunner" in str(options.view_as(StandardOptions).runner):
+        from pipelines import daskfix
+        daskfix.install()   # Beam 2.77's DaskRunner translation bugs (see daskfix)
     p = beam.Pipeline(runner=runner, options=options) if runner else beam.Pipeline(options=options)
     builder(p)
     result = p.run()

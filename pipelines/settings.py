@@ -30,6 +30,7 @@ GROUPS = {
     "vertical": "topic-focused crawling: the topic, its relevance and the focused strategies",
     "deepweb": "filling forms to reach records behind them (ISIT templates, keyword probing)",
     "recrawl": "batch, incremental or vertical crawling (--mode); revisits, change estimation, freshness",
+    "sharding": "several crawler fleets, each owning a share of the hosts (README \"Scale out\")",
     "runner": "the round's clock; Beam's own flags (--runner, --direct_num_workers, "
               "--direct_running_mode, --job_endpoint, --environment_type, ...) pass through to Beam",
 }
@@ -305,6 +306,20 @@ ROUND_SETTINGS = {s.name: s for s in [
     S("round_interval", float, 86400.0, "recrawl", "Incremental: seconds between rounds the "
       "revisit budget is planned over, until two rounds have run (then the last gap).",
       at_least(1.0), shown="86400 (1 day)"),
+    # --- sharding (issue #15; pipelines/fleet.py, strategies/partition) ---
+    S("shard", int, 0, "sharding", "This fleet's shard, 0..--num_shards-1; with --num_shards > 1 "
+      "its --crawl_dir is ROOT/shard-NN (NN = this number, two digits).", at_least(0)),
+    S("num_shards", int, 1, "sharding", "Crawler fleets sharing the hosts; links to another "
+      "shard's hosts go to its inbox. 1 = not sharded.", at_least(1)),
+    S("partition", str, "consistent", "sharding", "How hosts are assigned to shards: consistent "
+      "(hash ring with virtual nodes) or hash_mod (hash(host) mod live shards).",
+      one_of("consistent", "hash_mod")),
+    S("virtual_nodes", int, 1000, "sharding", "Points per shard on the consistent-hashing ring.",
+      at_least(1)),
+    S("shard_weights", str, "", "sharding", "Comma-separated relative capacity per shard "
+      "(consistent only), e.g. 1,1,2; '' = equal."),
+    S("remove_shard", str, "", "sharding", "Comma-separated shards taken off the ring: their hosts "
+      "pass to the next shard on the ring (consistent) or are re-spread (hash_mod)."),
 ]}
 
 CRAWL_DIR = S("crawl_dir", str, None, "command", "Crawl directory: a local path or any Beam "

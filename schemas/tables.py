@@ -300,6 +300,10 @@ CANDIDATES = pa.schema([
 
 FP_ONLY = pa.schema([("fp", pa.int64())])
 
+# A sharded crawl's outbox (rounds/N/outbox/to-SS-*.parquet): the URL-seen candidates of
+# hosts another shard owns, one file set per destination shard SS (pipelines/fleet.py).
+OUTBOX = CANDIDATES
+
 FILTERED_CANDIDATES = pa.schema([
     ("fp", pa.int64()),
     ("url", pa.string()),
@@ -326,6 +330,7 @@ TABLES = {
     "forms": FORMS,
     "deepweb": DEEPWEB,
     "recrawl": RECRAWL,
+    "outbox": OUTBOX,
 }
 
 
