@@ -21,6 +21,7 @@ class Request:
     host: str
     uri: str
     agent: str
+    conn: str = ""
 
 
 def read_access_log(path) -> list[Request]:
@@ -31,7 +32,8 @@ def read_access_log(path) -> list[Request]:
             if len(parts) < 7:
                 continue
             end, rt = float(parts[0]), float(parts[1])
-            out.append(Request(end - rt, end, int(parts[2]), parts[4].lower(), parts[5], parts[6]))
+            out.append(Request(end - rt, end, int(parts[2]), parts[4].lower(), parts[5], parts[6],
+                               parts[7] if len(parts) > 7 else ""))
     return out
 
 
@@ -78,12 +80,17 @@ def analyse(requests: list[Request], reachable: set[str], robots: RobotsRules, p
         by_host[r.host].append(r)
     max_conc = 0
     for rs in by_host.values():
-        # [start, end) at nginx's millisecond resolution; a 0 ms request still counts
-        ev = sorted([(r.start, 1) for r in rs] + [(max(r.end, r.start + 0.0005), -1) for r in rs])
-        cur = 0
-        for _, d in ev:
-            cur += d
-            max_conc = max(max_conc, cur)
+        # Connections to one host with a request in flight at once. nginx logs times in
+        # ms, so two quick requests in one ms look simultaneous: requests on the SAME
+        # (keep-alive) connection are sequential by HTTP/1.1, so count distinct connections.
+        ev = sorted([(r.start, 1, r.conn) for r in rs] +
+                    [(max(r.end, r.start + 0.0005), -1, r.conn) for r in rs])
+        active = Counter()
+        for _, d, conn in ev:
+            active[conn] += d
+            if active[conn] == 0:
+                del active[conn]
+            max_conc = max(max_conc, len(active))
     return {
         "requests": len(requests),
         "pages": len(fetched),

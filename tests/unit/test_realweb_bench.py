@@ -111,15 +111,17 @@ def test_analysis_flags_robots_violations_and_duplicates(exported):
     reachable = set((out / "reachable.txt").read_text().split())
     site0 = [u for u in sorted(reachable) if u.startswith(f"http://site0.simweb.test:{port}/")]
     path = lambda u: u.split(str(port), 1)[1]
-    reqs = [Request(1.0, 1.1, 200, "site0.simweb.test", "/robots.txt", "ua")]
-    reqs += [Request(2.0 + i, 2.5 + i, 200, "site0.simweb.test", path(u), "ua") for i, u in enumerate(site0)]
+    reqs = [Request(1.0, 1.1, 200, "site0.simweb.test", "/robots.txt", "ua", "1")]
+    # sequential on one keep-alive connection, two of them logged in the same millisecond
+    reqs += [Request(2.0 + i // 2, 2.0 + i // 2, 200, "site0.simweb.test", path(u), "ua", "1")
+             for i, u in enumerate(site0)]
     clean = analyse(reqs, reachable, robots, port)
     assert clean["robots_violations"] == 0 and clean["duplicate_fetches"] == 0
     assert clean["covered"] == len(site0) and clean["max_conns_per_host"] == 1
     # planted: a disallowed page (site0 uses template 0: Disallow /private/, Allow /private/a/),
     # the root again written with a dot segment, and a request overlapping another in time
-    bad = reqs + [Request(100.0, 100.2, 200, "site0.simweb.test", "/private/b/p1.html", "ua"),
-                  Request(100.1, 100.3, 200, "site0.simweb.test", "/x/../", "ua"),
+    bad = reqs + [Request(100.0, 100.2, 200, "site0.simweb.test", "/private/b/p1.html", "ua", "2"),
+                  Request(100.1, 100.3, 200, "site0.simweb.test", "/x/../", "ua", "3"),
                   Request(101.0, 101.1, 200, "robots500.simweb.test", "/", "ua")]
     res = analyse(bad, reachable, robots, port)
     assert res["robots_violations"] == 2          # /private/b/ and anything on robots500
