@@ -63,9 +63,15 @@ def measure(cmds, cwd, env, log_path, ok_codes=(0,)) -> dict:
             log.flush()
             p = subprocess.Popen(list(map(str, cmd)), cwd=cwd, env=env, stdout=log, stderr=log)
             root = psutil.Process(p.pid)
-            while p.poll() is None:
+            while True:
+                pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+                if pid:
+                    break
                 peak = max(peak, _tree_rss(root))
                 time.sleep(0.2)
+            p.returncode = os.waitstatus_to_exitcode(status)
+            # a process faster than one sample: its own peak (ru_maxrss, KiB) is a lower bound
+            peak = max(peak, ru.ru_maxrss * 1024)
             if p.returncode not in ok_codes:
                 raise SystemExit(f"error: {cmd[:4]} exited {p.returncode}; see {log_path}")
     wall = time.time() - t0
