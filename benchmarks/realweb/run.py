@@ -119,6 +119,38 @@ def wget2_cmds(a, export: Path, work: Path):
 CRAWLERS = {"beamcrawl": beamcrawl_cmds, "scrapy": scrapy_cmds, "wget2": wget2_cmds}
 
 
+def verify_export(a, export: Path) -> int:
+    """Every URL of the ground truth through nginx against SimWeb.respond: status, body,
+    Content-Type and Location must be identical. Returns the number of mismatches."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    from tests.simweb import build_web
+    from tests.simweb.static import BENCH_CONFIGS
+    m = json.loads((export / "manifest.json").read_text())
+    web = build_web(BENCH_CONFIGS.get(a.config, a.config), a.seed, port=a.port)
+    bad = 0
+    with Nginx(export, a.port, a.work / "nginx-verify", workers=a.nginx_workers):
+        c = http.client.HTTPConnection("127.0.0.1", a.port, timeout=30)
+        for u in web.ground_truth()["pages"].column("url").to_pylist():
+            s = urlsplit(u)
+            t = s.path + ("?" + s.query if s.query else "")
+            want = web.respond(s.hostname, t, headers={}, now=m["time"])
+            c.request("GET", t, headers={"Host": s.netloc})
+            r = c.getresponse()
+            body, wh = r.read(), dict(want.headers)
+            same = r.status == want.status and (
+                want.status != 200 or (body == want.body and r.getheader("Content-Type") == wh["Content-Type"])) \
+                and (want.status not in (301, 302) or r.getheader("Location") == wh["Location"])
+            if not same:
+                bad += 1
+                if bad <= 5:
+                    print(f"mismatch {u}: nginx {r.status} {r.getheader('Content-Type')}, simweb "
+                          f"{want.status} {wh.get('Content-Type')}")
+    print(f"verified {m['n_pages']} URLs through nginx: {bad} mismatches")
+    return bad
+
+
 def fmt_table(rows: dict) -> str:
     cols = ["crawler", "wall s", "pages", "pages/s", "CPU ms/page", "peak RSS MB", "coverage",
             "robots violations", "duplicate fetches", "max conns/host"]
@@ -159,6 +191,8 @@ def main(argv=None):
     ap.add_argument("--round_pages", type=int, default=5000, help="beamcrawl --max_pages/--max_per_host")
     ap.add_argument("--store", default="none", help="beamcrawl --store (none, warc, ...)")
     ap.add_argument("--nginx_workers", type=int, default=1)
+    ap.add_argument("--verify", action="store_true",
+                    help="no crawling: check every exported URL through nginx against the simweb")
     ap.add_argument("--reanalyse", action="store_true",
                     help="no crawling: redo the log analysis of the last run in --work (same config)")
     ap.add_argument("--beamcrawl_args", nargs=argparse.REMAINDER, default=[],
@@ -182,6 +216,8 @@ def main(argv=None):
                             capture_output=True, text=True).stdout.strip()
     print(f"# web {a.config} seed {a.seed}: {manifest['n_pages']} pages on {manifest['n_hosts']} "
           f"hosts, {len(reachable)} reachable; beamcrawl at {a.repo} ({commit[:70]})", flush=True)
+    if a.verify:
+        return 1 if verify_export(a, export) else 0
     results = a.work / f"results-{a.config}.json"
     if a.reanalyse:
         rows = json.loads(results.read_text())
