@@ -45,6 +45,11 @@ def main(argv=None):
     b.add_argument("--threads", type=int, default=1)
     b.add_argument("--urls", type=int, default=5000,
                    help="distinct random page URLs cycled (more than 20000 defeats the render cache)")
+    st = sub.add_parser("static", help="write the web as static files for nginx (tests/simweb/static.py)")
+    _common(st)
+    st.add_argument("--out", type=Path, required=True)
+    st.add_argument("--time", type=float, help="render every page at this time (default config sim_start)")
+    st.add_argument("--keep-crawl-delay", action="store_true", help="keep Crawl-delay lines in robots.txt")
     i = sub.add_parser("info", help="print sizes of the generated web")
     _common(i)
     a = ap.parse_args(argv)
@@ -80,6 +85,14 @@ def main(argv=None):
     if a.cmd == "bench":
         from .bench import run
         run(a.config, a.seed, a.duration, a.threads, a.connections, urls=a.urls)
+        return 0
+    if a.cmd == "static":
+        from .static import export_config
+        if not a.port:
+            ap.error("static needs --port (the port nginx will listen on)")
+        m = export_config(a.config, a.seed, a.port, a.out, now=a.time,
+                          keep_crawl_delay=a.keep_crawl_delay)
+        print(f"{m['n_pages']} pages on {m['n_hosts']} hosts -> {a.out}")
         return 0
     web = build_web(a.config, a.seed, port=a.port, hostile=a.hostile or None)
     if a.cmd == "export":

@@ -1,0 +1,256 @@
+"""Real-web benchmark (issue #12): a simulated web exported as static files, served by nginx on
+127.0.0.1:PORT, crawled to completion by beamcrawl and by Scrapy (and wget2) in one run.
+
+    .venv/bin/python -m benchmarks.realweb.run --config bench5k          # ~5 400 pages, minutes
+    .venv/bin/python -m benchmarks.realweb.run --config bench50k         # ~57 000 pages, 500+ hosts
+    .venv/bin/python -m benchmarks.realweb.run --repo /path/to/checkout --conns 8
+
+Scrapy runs from its own venv (``--scrapy_python``; make it with
+``python3 -m venv /work/benchvenv && /work/benchvenv/bin/pip install -r
+benchmarks/requirements-bench.txt``). Each crawler gets a fresh nginx (its own access log).
+Per crawler: wall seconds, distinct pages fetched, pages/s, CPU seconds per page (user+sys of
+the crawler and every descendant it waited for), peak RSS (sum over the process tree,
+sampled every 0.2 s), coverage of the ground truth (URLs reachable from the seeds under
+robots.txt), robots violations, duplicate fetches, most requests to one host in flight at
+once; then the ratios beamcrawl / Scrapy. No figure is asserted: timings on a shared machine
+are noisy, compare the ratios of one run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from benchmarks.realweb.analyse import RobotsRules, analyse, read_access_log
+from benchmarks.realweb.nginx import Nginx
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+
+
+def _tree_rss(root) -> int:
+    import psutil
+    try:
+        procs = [root] + root.children(recursive=True)
+    except psutil.Error:
+        return 0
+    total = 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            pass
+    return total
+
+
+def measure(cmds, cwd, env, log_path, ok_codes=(0,)) -> dict:
+    """Run ``cmds`` one after another; wall, CPU (RUSAGE_CHILDREN delta) and peak tree RSS."""
+    import psutil
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak = 0
+    t0 = time.time()
+    with open(log_path, "wb") as log:
+        for cmd in cmds:
+            log.write(("$ " + " ".join(map(str, cmd)) + "\n").encode())
+            log.flush()
+            p = subprocess.Popen(list(map(str, cmd)), cwd=cwd, env=env, stdout=log, stderr=log)
+            root = psutil.Process(p.pid)
+            while True:
+                pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+                if pid:
+                    break
+                peak = max(peak, _tree_rss(root))
+                time.sleep(0.2)
+            p.returncode = os.waitstatus_to_exitcode(status)
+            # a process faster than one sample: its own peak (ru_maxrss, KiB) is a lower bound
+            peak = max(peak, ru.ru_maxrss * 1024)
+            if p.returncode not in ok_codes:
+                raise SystemExit(f"error: {cmd[:4]} exited {p.returncode}; see {log_path}")
+    wall = time.time() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return {"wall": wall, "cpu": cpu, "peak_rss_mb": peak / 2**20}
+
+
+def beamcrawl_cmds(a, export: Path, work: Path):
+    py = a.python
+    crawl_dir = work / "beamcrawl-crawl"
+    shutil.rmtree(crawl_dir, ignore_errors=True)
+    seeds = (export / "seeds.txt").read_text().split()
+    flags = ["--crawl_dir", crawl_dir, "--resolve_file", export / "hostmap.txt",
+             "--allow_loopback", "true", "--allow_domains", "simweb.test", "--deny_extensions", "",
+             "--sitemaps", "false", "--delay_per_host", "0", "--expand_duplicates", "true",
+             "--max_pages", a.round_pages, "--max_per_host", a.round_pages, "--store", a.store,
+             "--fetch_threads", a.fetch_threads, "--progress_seconds", "0"]
+    if a.conns != 1:
+        flags += ["--conns_per_host", a.conns]
+    flags += a.beamcrawl_args
+    inject = [py, "-m", "pipelines.inject", *flags] + [x for s in seeds for x in ("--seed", s)]
+    crawl = [py, "-m", "pipelines.crawl", "--crawl_dir", crawl_dir, "--until_empty", "true"]
+    return [inject, crawl]
+
+
+def scrapy_cmds(a, export: Path, work: Path):
+    return [[a.scrapy_python, HERE / "scrapy_spider.py", export, a.port, a.conns,
+             work / "scrapy-stats.json", a.scrapy_delay]]
+
+
+def wget2_cmds(a, export: Path, work: Path):
+    """wget2 (C, multi-threaded) as the stretch reference. It has no resolver override, so it
+    talks to nginx as an HTTP proxy (absolute-form requests; nginx picks the virtual host
+    from the request line). Its --max-threads is global, not per host."""
+    out = work / "wget2-out"
+    shutil.rmtree(out, ignore_errors=True)
+    seeds = (export / "seeds.txt").read_text().split()
+    return [["wget2", "--recursive", "--level", "0", "--robots", "--wait", "0", "--span-hosts",
+             "--domains", "simweb.test", "--max-threads", str(a.wget2_threads),
+             "--http-proxy", f"127.0.0.1:{a.port}", "--delete-after",
+             "--directory-prefix", out, "--no-verbose", *seeds]]
+
+
+CRAWLERS = {"beamcrawl": beamcrawl_cmds, "scrapy": scrapy_cmds, "wget2": wget2_cmds}
+
+
+def verify_export(a, export: Path) -> int:
+    """Every URL of the ground truth through nginx against SimWeb.respond: status, body,
+    Content-Type and Location must be identical. Returns the number of mismatches."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    from tests.simweb import build_web
+    from tests.simweb.static import BENCH_CONFIGS
+    m = json.loads((export / "manifest.json").read_text())
+    web = build_web(BENCH_CONFIGS.get(a.config, a.config), a.seed, port=a.port)
+    bad = 0
+    with Nginx(export, a.port, a.work / "nginx-verify", workers=a.nginx_workers):
+        c = http.client.HTTPConnection("127.0.0.1", a.port, timeout=30)
+        for u in web.ground_truth()["pages"].column("url").to_pylist():
+            s = urlsplit(u)
+            t = s.path + ("?" + s.query if s.query else "")
+            want = web.respond(s.hostname, t, headers={}, now=m["time"])
+            c.request("GET", t, headers={"Host": s.netloc})
+            r = c.getresponse()
+            body, wh = r.read(), dict(want.headers)
+            same = r.status == want.status and (
+                want.status != 200 or (body == want.body and r.getheader("Content-Type") == wh["Content-Type"])) \
+                and (want.status not in (301, 302) or r.getheader("Location") == wh["Location"])
+            if not same:
+                bad += 1
+                if bad <= 5:
+                    print(f"mismatch {u}: nginx {r.status} {r.getheader('Content-Type')}, simweb "
+                          f"{want.status} {wh.get('Content-Type')}")
+    print(f"verified {m['n_pages']} URLs through nginx: {bad} mismatches")
+    return bad
+
+
+def fmt_table(rows: dict) -> str:
+    cols = ["crawler", "wall s", "pages", "pages/s", "CPU ms/page", "peak RSS MB", "coverage",
+            "robots violations", "duplicate fetches", "max conns/host"]
+    out = ["| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
+    for name, r in rows.items():
+        out.append(f"| {name} | {r['wall']:.1f} | {r['pages']} | {r['pages_per_s']:.1f} | "
+                   f"{r['cpu_ms_per_page']:.2f} | {r['peak_rss_mb']:.0f} | {100 * r['coverage']:.2f} % | "
+                   f"{r['robots_violations']} | {r['duplicate_fetches']} | {r['max_conns_per_host']} |")
+    if "beamcrawl" in rows and "scrapy" in rows:
+        b, s = rows["beamcrawl"], rows["scrapy"]
+        out.append("")
+        out.append(f"beamcrawl / Scrapy: pages/s {b['pages_per_s'] / s['pages_per_s']:.2f}x, "
+                   f"CPU per page {b['cpu_ms_per_page'] / s['cpu_ms_per_page']:.2f}x, "
+                   f"peak RSS {b['peak_rss_mb'] / s['peak_rss_mb']:.2f}x")
+    return "\n".join(out)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.realweb.run", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", default="bench5k",
+                    help="bench5k | bench50k (tests/simweb/static.py BENCH_CONFIGS) or a simweb config")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--port", type=int, default=18080, help="nginx port (also in the exported URLs)")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/beamcrawl-realweb"))
+    ap.add_argument("--repo", type=Path, default=REPO, help="beamcrawl checkout to benchmark")
+    ap.add_argument("--python", default=str(REPO / ".venv/bin/python") if (REPO / ".venv").exists()
+                    else "/work/main/.venv/bin/python", help="python of beamcrawl's venv")
+    ap.add_argument("--scrapy_python", default="/work/benchvenv/bin/python")
+    ap.add_argument("--scrapy_delay", default="0.001",
+                    help="Scrapy DOWNLOAD_DELAY (default 0.001): 2.19 keeps CONCURRENT_REQUESTS_PER_DOMAIN only when > 0 "
+                         "(see scrapy_spider.py); 0 lets it burst")
+    ap.add_argument("--crawlers", default="beamcrawl,scrapy", help="comma list of beamcrawl,scrapy,wget2")
+    ap.add_argument("--conns", type=int, default=1, help="connections per host (both crawlers)")
+    ap.add_argument("--fetch_threads", type=int, default=32,
+                    help="beamcrawl --fetch_threads; Scrapy CONCURRENT_REQUESTS = this x --conns")
+    ap.add_argument("--wget2_threads", type=int, default=8, help="wget2 --max-threads (global)")
+    ap.add_argument("--round_pages", type=int, default=5000, help="beamcrawl --max_pages/--max_per_host")
+    ap.add_argument("--store", default="none", help="beamcrawl --store (none, warc, ...)")
+    ap.add_argument("--nginx_workers", type=int, default=1)
+    ap.add_argument("--verify", action="store_true",
+                    help="no crawling: check every exported URL through nginx against the simweb")
+    ap.add_argument("--reanalyse", action="store_true",
+                    help="no crawling: redo the log analysis of the last run in --work (same config)")
+    ap.add_argument("--beamcrawl_args", nargs=argparse.REMAINDER, default=[],
+                    help="further flags for pipelines.inject (last)")
+    a = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # stop nginx on the way out
+
+    a.work.mkdir(parents=True, exist_ok=True)
+    export = a.work / f"export-{a.config}-{a.seed}-{a.port}"
+    if not (export / "manifest.json").exists():
+        t0 = time.time()
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        subprocess.run([sys.executable, "-m", "tests.simweb", "static", "--config", a.config,
+                        "--seed", str(a.seed), "--port", str(a.port), "--out", str(export)],
+                       cwd=REPO, env=env, check=True)
+        print(f"exported in {time.time() - t0:.1f}s -> {export}", flush=True)
+    manifest = json.loads((export / "manifest.json").read_text())
+    reachable = set((export / "reachable.txt").read_text().split())
+    robots = RobotsRules.from_export(export)
+    commit = subprocess.run(["git", "-C", str(a.repo), "log", "-1", "--format=%h %s"],
+                            capture_output=True, text=True).stdout.strip()
+    print(f"# web {a.config} seed {a.seed}: {manifest['n_pages']} pages on {manifest['n_hosts']} "
+          f"hosts, {len(reachable)} reachable; beamcrawl at {a.repo} ({commit[:70]})", flush=True)
+    if a.verify:
+        return 1 if verify_export(a, export) else 0
+    results = a.work / f"results-{a.config}.json"
+    if a.reanalyse:
+        rows = json.loads(results.read_text())
+        for name, res in rows.items():
+            res.update(analyse(read_access_log(a.work / f"nginx-{name}" / "access.log"), reachable,
+                               robots, a.port))
+            res["pages_per_s"] = res["pages"] / res["wall"]
+            res["cpu_ms_per_page"] = 1000 * res["cpu"] / max(1, res["pages"])
+        results.write_text(json.dumps(rows, indent=1))
+        print(fmt_table(rows))
+        return 0
+    rows = {}
+    for name in a.crawlers.split(","):
+        cmds = CRAWLERS[name](a, export, a.work)
+        env = {**os.environ, "PYTHONPATH": str(a.repo)}
+        with Nginx(export, a.port, a.work / f"nginx-{name}", workers=a.nginx_workers) as ng:
+            print(f"{time.strftime('%H:%M:%S')} {name}: crawling (load {os.getloadavg()[0]:.1f})", flush=True)
+            m = measure(cmds, a.repo if name == "beamcrawl" else a.work, env, a.work / f"{name}.log",
+                        ok_codes=(0, 8) if name == "wget2" else (0,))   # wget2: 8 = saw a 404/500
+        res = analyse(read_access_log(ng.access_log), reachable, robots, a.port)
+        if res["pages"] == 0:
+            raise SystemExit(f"error: {name} fetched no page; see {a.work / (name + '.log')}")
+        res.update(m)
+        res["pages_per_s"] = res["pages"] / m["wall"]
+        res["cpu_ms_per_page"] = 1000 * m["cpu"] / max(1, res["pages"])
+        res["load_after"] = os.getloadavg()
+        rows[name] = res
+        print(f"{time.strftime('%H:%M:%S')} {name}: {json.dumps({k: v for k, v in res.items() if k != 'violation_examples'})}",
+              flush=True)
+    results.write_text(json.dumps(rows, indent=1))
+    print(fmt_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""The pure parts of the real-web benchmark (benchmarks/realweb): the static export of the
+simulated web, the nginx config serving it, and the access-log analysis (coverage, robots
+violations, duplicate fetches). The crawl itself is a script (benchmarks/realweb/run.py)."""
+import http.client
+import json
+import shutil
+import socket
+
+import pytest
+
+from benchmarks.realweb.analyse import Request, RobotsRules, analyse, read_access_log
+from benchmarks.realweb.nginx import Nginx, build_conf
+from tests.simweb import build_web
+from tests.simweb.static import export_static, file_path
+
+STATIC = dict(deep_web=False)
+
+
+def _free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    port = _free_port()
+    web = build_web("small", 1, port=port, **STATIC)
+    out = tmp_path_factory.mktemp("static")
+    manifest = export_static(web, out)
+    return web, out, manifest
+
+
+def _sample_targets(web):
+    pages = web.ground_truth()["pages"].to_pydict()
+    picked = {}
+    for url, status, enc in zip(pages["url"], pages["status"], pages["encoding"]):
+        target = url.split(str(web.port), 1)[1]
+        kind = ("root" if target == "/" else "query" if "?" in target
+                else "redirect" if status == 301 else f"enc-{enc}")
+        picked.setdefault(kind, (url.split("/")[2].split(":")[0], target))
+    assert {"root", "query", "redirect", "enc-gbk-header", "enc-utf-8"} <= set(picked)
+    return picked
+
+
+def test_export_writes_pages_byte_identical(exported):
+    web, out, manifest = exported
+    now = web.cfg.sim_start
+    for kind, (host, target) in _sample_targets(web).items():
+        r = web.respond(host, target, headers={}, now=now)
+        if r.status == 301:
+            assert manifest["hosts"][host]["redirects"][target] == [301, dict(r.headers)["Location"]]
+            continue
+        assert (out / "www" / host / file_path(target)).read_bytes() == r.body, kind
+    reach = (out / "reachable.txt").read_text().split()
+    assert len(reach) == web.ground_truth()["reachable"].num_rows
+    # robots.txt: the rules as served, without Crawl-delay; 5xx robots recorded for nginx
+    served = web.respond("site0.simweb.test", "/robots.txt", now=now).body
+    assert b"Crawl-delay" in served
+    written = (out / "www/site0.simweb.test/robots.txt").read_bytes()
+    assert written == b"".join(l for l in served.splitlines(True) if not l.startswith(b"Crawl-delay"))
+    assert manifest["hosts"]["robots500.simweb.test"]["robots_status"] == 500
+    assert not (out / "www/robots404.simweb.test/robots.txt").exists()
+
+
+def test_export_refuses_dynamic_hosts(tmp_path):
+    with pytest.raises(ValueError, match="dynamic"):
+        export_static(build_web("small", 1, port=8080), tmp_path)   # jobs.simweb.test is on
+    with pytest.raises(ValueError, match="port"):
+        export_static(build_web("small", 1, **STATIC), tmp_path)
+
+
+@pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx not installed")
+def test_nginx_serves_the_export_as_the_simweb_does(exported, tmp_path):
+    web, out, manifest = exported
+    picked = _sample_targets(web)
+    with Nginx(out, web.port, tmp_path / "ng") as ng:
+        for kind, (host, target) in picked.items():
+            want = web.respond(host, target, headers={}, now=web.cfg.sim_start)
+            c = http.client.HTTPConnection("127.0.0.1", web.port, timeout=10)
+            c.request("GET", target, headers={"Host": f"{host.upper()}:{web.port}"})
+            got = c.getresponse()
+            body = got.read()
+            assert got.status == want.status, kind
+            if want.status == 200:
+                assert body == want.body, kind
+                assert got.getheader("Content-Type") == dict(want.headers)["Content-Type"], kind
+            else:
+                assert got.getheader("Location") == dict(want.headers)["Location"]
+            c.close()
+        c = http.client.HTTPConnection("127.0.0.1", web.port, timeout=10)
+        c.request("GET", "/robots.txt", headers={"Host": "robots500.simweb.test"})
+        assert c.getresponse().status == 500
+    log = read_access_log(ng.access_log)
+    assert len(log) == len(picked) + 1 and log[0].host == picked["root"][0].lower()
+
+
+def test_conf_has_one_server_per_host(exported, tmp_path):
+    web, out, _ = exported
+    conf = build_conf(out, tmp_path, web.port)
+    for h in web.hosts:
+        assert f"server_name {h.name};" in conf
+
+
+def test_analysis_flags_robots_violations_and_duplicates(exported):
+    web, out, _ = exported
+    robots = RobotsRules.from_export(out)
+    port = web.port
+    reachable = set((out / "reachable.txt").read_text().split())
+    site0 = [u for u in sorted(reachable) if u.startswith(f"http://site0.simweb.test:{port}/")]
+    path = lambda u: u.split(str(port), 1)[1]
+    reqs = [Request(1.0, 1.1, 200, "site0.simweb.test", "/robots.txt", "ua", "1")]
+    # sequential on one keep-alive connection, two of them logged in the same millisecond
+    reqs += [Request(2.0 + i // 2, 2.0 + i // 2, 200, "site0.simweb.test", path(u), "ua", "1")
+             for i, u in enumerate(site0)]
+    clean = analyse(reqs, reachable, robots, port)
+    assert clean["robots_violations"] == 0 and clean["duplicate_fetches"] == 0
+    assert clean["covered"] == len(site0) and clean["max_conns_per_host"] == 1
+    # planted: a disallowed page (site0 uses template 0: Disallow /private/, Allow /private/a/),
+    # the root again written with a dot segment, and a request overlapping another in time
+    bad = reqs + [Request(100.0, 100.2, 200, "site0.simweb.test", "/private/b/p1.html", "ua", "2"),
+                  Request(100.1, 100.3, 200, "site0.simweb.test", "/x/../", "ua", "3"),
+                  Request(101.0, 101.1, 200, "robots500.simweb.test", "/", "ua")]
+    res = analyse(bad, reachable, robots, port)
+    assert res["robots_violations"] == 2          # /private/b/ and anything on robots500
+    assert res["duplicate_fetches"] == 1
+    assert res["max_conns_per_host"] == 2
+    assert robots.allows("site0.simweb.test", "/private/a/p1.html")
+    json.dumps(res)
