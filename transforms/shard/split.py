@@ -31,12 +31,20 @@ def split(table: pa.Table, partitioner, me: int):
 def frontier_as_candidates(frontier: pa.Table) -> pa.Table:
     """Frontier rows another shard now owns (the ring changed) as URL-seen candidates, for
     that shard's inbox: URL, host, depth, source, first parent and first anchor, redirect
-    hops and lastmod travel; the owner's URL-seen recounts in-links and scores it."""
+    hops, lastmod and a focused crawl's link scores travel; the owner's URL-seen recounts
+    in-links and scores it."""
     n = frontier.num_rows
     anchors = frontier.column("anchors").to_pylist()
+
+    def col(name):   # columns a frontier file written before them lacks travel as nulls
+        typ = tables.CANDIDATES.field(name).type
+        return (frontier.column(name).cast(typ) if name in frontier.column_names
+                else pa.nulls(n, typ))
+
     return pa.Table.from_arrays([
         frontier.column("fp"), frontier.column("url"), frontier.column("host"),
         frontier.column("depth"), pa.array(np.zeros(n, dtype=np.int64), pa.int64()),
         frontier.column("first_parent"), pa.array([a[0] if a else None for a in anchors], pa.string()),
         frontier.column("source"), frontier.column("redirects"), frontier.column("lastmod"),
+        col("topic_score"), col("topic_inherited"), col("depth_left"),
     ], schema=tables.CANDIDATES)
