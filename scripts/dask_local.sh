@@ -19,7 +19,16 @@ WORK=$(mktemp -d -t beamcrawl-dask.XXXXXX)
 PIDS=()
 stop() {
   status=$?
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  # workers first, then the scheduler (a worker that loses its scheduler first retries it)
+  for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do kill "${PIDS[i]}" 2>/dev/null || true; done
+  # a worker that keeps retrying a scheduler that is gone may ignore SIGTERM: 10 s, then SIGKILL
+  for _ in $(seq 1 100); do
+    alive=0
+    for pid in "${PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break
+    sleep 0.1
+  done
+  for pid in "${PIDS[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   if [ "$status" -eq 0 ]; then rm -rf "$WORK"; else echo "dask_local: cluster logs in $WORK" >&2; fi
   exit "$status"
