@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test test-fast demo bench clean
+.PHONY: venv test test-fast test-long demo bench clean
 
 venv: $(STAMP)
 
@@ -18,7 +18,10 @@ test: venv
 	$(PY) -m pytest -q
 
 test-fast: venv
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow and not bench and not long"
+
+test-long: venv
+	$(PY) -m pytest -q -m long
 
 demo: venv
 	$(PY) -m pipelines.demo

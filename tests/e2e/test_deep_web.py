@@ -110,6 +110,7 @@ def test_probing_state_and_forms_are_in_the_crawl_directory(crawl):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_killed_round_reruns_to_the_same_probing_state(crawl, web, tmp_path):
     d, reports, _ = crawl
     target = 2

@@ -20,6 +20,8 @@ import pytest
 from tests.e2e import crawlstate
 from tests.simweb import requestlog
 
+pytestmark = pytest.mark.long   # not in the default suite: make test-long (.ci/run runs it)
+
 ROUNDS = 3
 STRATEGY = ("--strategy", "opic")
 SCRIPT = crawlstate.REPO / "scripts" / "dask_local.sh"

@@ -16,6 +16,8 @@ from nbclient import NotebookClient
 from pipelines.crawldir import CrawlDir
 from tests.e2e import crawlstate
 
+pytestmark = pytest.mark.long   # not in the default suite: make test-long (.ci/run runs it)
+
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
 ALL = sorted(NOTEBOOKS.glob("*.ipynb"))

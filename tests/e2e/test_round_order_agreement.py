@@ -18,6 +18,8 @@ from pipelines.crawldir import CrawlDir
 from pipelines.ordering_report import NOT_FETCHED
 from tests.e2e import crawlstate
 
+pytestmark = pytest.mark.long   # not in the default suite: make test-long (.ci/run runs it)
+
 K, PER_HOST = 60, 60
 WEB = dict(n_pages=500, mean_extra_links=30.0)
 FETCH_SECONDS = 0.005   # a loopback fetch of a simulated page, about

@@ -18,6 +18,8 @@ from pipelines.settings import effective_round_settings
 from tests.e2e import crawlstate
 from tests.simweb import requestlog
 
+pytestmark = pytest.mark.long   # not in the default suite: make test-long (.ci/run runs it)
+
 NOT_REQUESTED = ("robots_denied", "forbidden_address")
 SHARDS = 3
 
