@@ -10,32 +10,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from strategies.params import WithParams
 
-class Ordering:
+
+class Ordering(WithParams):
     name: str = ""
     needs_graph: bool = False        # score() needs the downloaded ∪ pending CrawlGraph
     needs_host_counts: bool = False  # reads 'host_pending' (pending URLs of the row's host)
     uses_opic: bool = False          # reads frontier.cash; the round must run opic_distribute
     columns: tuple = ()              # frontier columns score() reads
 
-    def __init__(self, **params):
-        unknown = set(params) - set(self.params())
-        if unknown:
-            raise TypeError(f"{self.name}: unknown parameter(s) {sorted(unknown)}")
-        for k, v in self.params().items():
-            setattr(self, k, params.get(k, v))
-
-    @classmethod
-    def params(cls) -> dict:
-        """Parameter names and defaults (each becomes a --flag of pipelines that use it)."""
-        return {}
-
     def score(self, frontier: pa.Table, graph=None) -> np.ndarray:
         raise NotImplementedError
-
-    def __repr__(self):
-        ps = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.params())
-        return f"{type(self).__name__}({ps})"
 
 
 def column(frontier: pa.Table, name: str, fill=0.0) -> np.ndarray:

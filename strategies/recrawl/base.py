@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from strategies.params import WithParams
+
 
 @dataclass
 class PageSet:
@@ -103,25 +105,8 @@ def pooled_ratio(group_ids, visits, changes, rates=None):
     return np.nan_to_num(ratio)
 
 
-class Policy:
-    name = ""
-
-    def __init__(self, **params):
-        unknown = set(params) - set(self.params())
-        if unknown:
-            raise TypeError(f"{self.name}: unknown parameter(s) {sorted(unknown)}")
-        for k, v in self.params().items():
-            setattr(self, k, params.get(k, v))
-
-    @classmethod
-    def params(cls) -> dict:
-        return {}
-
+class Policy(WithParams):
     def frequencies(self, pages: PageSet, budget: float, cycle: float = 1.0) -> np.ndarray:
         """Revisit frequency per page; Σ ≤ budget. `cycle`: the time between two rounds
         (the period of the crawl's decisions), in the rates' unit."""
         raise NotImplementedError
-
-    def __repr__(self):
-        ps = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.params())
-        return f"{type(self).__name__}({ps})"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from strategies.recrawl.base import Policy, group_greedy, known_rates, pooled_ratio
+from strategies.recrawl.sampling import Sampling
 
 CATEGORICAL = ("url_pattern", "content_type", "host")
 NUMERIC = ("depth", "size")
@@ -83,7 +83,9 @@ def kmeans(x: np.ndarray, k: int, seed: int = 0, iters: int = 50) -> np.ndarray:
     return labels
 
 
-class Cluster(Policy):
+class Cluster(Sampling):
+    """Sampling over k-means clusters of page features instead of hosts."""
+
     name = "cluster"
 
     @classmethod
@@ -94,11 +96,3 @@ class Cluster(Policy):
         n = len(pages)
         k = int(self.k) or int(np.clip(n // 50, 2, 64))
         return kmeans(feature_matrix(pages.features, n), k, int(self.seed))
-
-    def frequencies(self, pages, budget, cycle=1.0):
-        ids = self.group_ids(pages)
-        if pages.visits is not None:
-            ratio = pooled_ratio(ids, pages.visits, pages.changes, known_rates(pages))
-        else:
-            ratio = pooled_ratio(ids, [1.0] * len(pages), known_rates(pages))
-        return group_greedy(ids, ratio, budget, cycle, int(self.sample_size))
