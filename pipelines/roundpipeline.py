@@ -28,7 +28,7 @@ from transforms.recrawl.step import UpdateRecrawlState
 from transforms.score.modes import LocalScore, scores_per_row, uses_beam_pagerank
 from transforms.score.step import BoundFrontier, ScoreByBeamPageRank, ScoreWholeFrontier
 from transforms.shard.step import OwnFrontier, RouteCandidates
-from transforms.tableio.step import ReadTables, WriteStats, WriteTable, sum_dicts
+from transforms.tableio.step import CommitTables, ReadTables, WriteStats, WriteTable, sum_dicts
 from transforms.urls import refusals
 from transforms.urlseen.candidates import candidates_and_edges, filtered_table
 from transforms.urlseen.step import ReadmitRefused, UrlSeen
@@ -110,6 +110,11 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
     files, rows = plan
     round_no, gen = cfg.round_no, cfg.generate
     out = lambda table: crawl.table_prefix(round_no, table)   # noqa: E731
+    written, schemas = [], {}   # every table's parts, renamed into place by one CommitTables
+
+    def write(pcoll, label, table, schema, *args):
+        schemas[out(table)] = schema
+        written.append(pcoll | label >> WriteTable(out(table), schema, *args))
     buckets = max(MIN_BUCKETS, math.ceil((rows["frontier"] + rows["visited"] + rows["filtered"])
                                          / BUCKET_ROWS))
 
@@ -150,11 +155,11 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
             stats.append(content["visited"] | "HarvestStats" >> beam.Map(
                 harvest_stats, cfg.page.focus.threshold))
         # small row groups: content-seen reads url/minhash of only the row groups with hits
-        content["visited"] | "WriteVisited" >> WriteTable(out("visited"), tables.VISITED, VISITED_ROW_GROUP)
-        content["pages"] | "WritePages" >> WriteTable(out("pages"), tables.PAGES)
-        content["near"] | "WriteNear" >> WriteTable(out("near_duplicates"), tables.NEAR_DUPLICATES)
+        write(content["visited"], "WriteVisited", "visited", tables.VISITED, VISITED_ROW_GROUP)
+        write(content["pages"], "WritePages", "pages", tables.PAGES)
+        write(content["near"], "WriteNear", "near_duplicates", tables.NEAR_DUPLICATES)
         if paged["docfreq"] is not None:   # vertical: this round's document frequencies
-            paged["docfreq"] | "WriteDocFreq" >> WriteTable(out("docfreq"), tables.DOCFREQ)
+            write(paged["docfreq"], "WriteDocFreq", "docfreq", tables.DOCFREQ)
         if cfg.warc_max_bytes:   # Archive: the fetches as WARC files and their CDXJ index
             stats.append(paged["archive"] | "WriteWarc" >> WriteWarc(
                 crawl.warc_dir(round_no), round_no, cfg.warc_max_bytes, {"round": str(round_no)}))
@@ -172,10 +177,10 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
                   | "ProbeForms" >> ProbeForms(round_no, cfg.deepweb, cfg.scope))
         link_bundles = (link_bundles, probed["links"]) | "WithSubmissions" >> beam.Flatten()
         filtered_bundles = (filtered_bundles, probed["filtered"]) | "WithFilteredSubmissions" >> beam.Flatten()
-        probed["forms"] | "WriteForms" >> WriteTable(out("forms"), tables.FORMS)
+        write(probed["forms"], "WriteForms", "forms", tables.FORMS)
         deepweb_state = probed["state"]
         stats.append(probed["stats"])
-    deepweb_state | "WriteDeepWeb" >> WriteTable(out("deepweb"), tables.DEEPWEB)
+    write(deepweb_state, "WriteDeepWeb", "deepweb", tables.DEEPWEB)
 
     if seeds:
         seed_bundles = p | "Seeds" >> beam.Create(list(seeds), reshuffle=False)
@@ -191,7 +196,7 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
         recrawl = ({"visited": content["visited"], "fetch_list": fetch_list, "candidates": candidates}
                    | "RecrawlState" >> UpdateRecrawlState(revisits.prev_rows if revisits is not None else {},
                                                           round_no, cfg.now))
-        recrawl["state"] | "WriteRecrawl" >> WriteTable(out("recrawl"), tables.RECRAWL)
+        write(recrawl["state"], "WriteRecrawl", "recrawl", tables.RECRAWL)
         plan_stats = {k: v for k, v in dict((revisits.stats if revisits is not None else {}),
                                                 recrawl_round_time=cfg.now).items() if v is not None}
         stats.extend([recrawl["stats"], p | "RecrawlPlan" >> beam.Create([plan_stats])])
@@ -216,6 +221,8 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
         routed = ((candidates, owned["away"], inbox_tables) | "AllCandidates" >> beam.Flatten()
                   | "RouteCandidates" >> RouteCandidates(cfg.shard, crawl.table_dir(round_no, "outbox")))
         candidates = routed["candidates"]
+        written.extend(routed["written"])
+        schemas.update(routed["schemas"])
         stats.append(routed["stats"])
 
     # URL-seen: CoGroupByKey on fingerprint buckets of frontier, seen hits, results, links
@@ -242,7 +249,7 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
                       ordering, {name: files[name] for name in ("opic", "links", "visited")}))
         new_frontier = scored["frontier"]
         stats.append(scored["stats"])
-        scored["opic"] | "WriteOpic" >> WriteTable(out("opic"), tables.OPIC)
+        write(scored["opic"], "WriteOpic", "opic", tables.OPIC)
     stats.append(merged["stats"])
     new_filtered = merged["filtered"]
     if cfg.max_buffer:   # MAX_BUFFER: the lowest-scored URLs leave as filtered (buffer_full)
@@ -257,9 +264,10 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
     stats.append(pending)
 
     # write round N: frontier, filtered, links, hosts and the counters of the report
-    new_frontier | "WriteFrontier" >> WriteTable(out("frontier"), tables.FRONTIER)
-    new_filtered | "WriteFiltered" >> WriteTable(out("filtered"), tables.FILTERED)
-    edges | "WriteLinks" >> WriteTable(out("links"), tables.LINKS)
-    new_hosts | "WriteHosts" >> WriteTable(out("hosts"), tables.HOSTS)
+    write(new_frontier, "WriteFrontier", "frontier", tables.FRONTIER)
+    write(new_filtered, "WriteFiltered", "filtered", tables.FILTERED)
+    write(edges, "WriteLinks", "links", tables.LINKS)
+    write(new_hosts, "WriteHosts", "hosts", tables.HOSTS)
+    tuple(written) | "AllWritten" >> beam.Flatten() | "CommitTables" >> CommitTables(schemas)
     (tuple(stats) | "AllStats" >> beam.Flatten()
      | "WriteStats" >> WriteStats(crawl.round_dir(round_no) + "/" + report_mod.STATS_JSON))
