@@ -23,10 +23,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
-from apache_beam.metrics import Metrics
 
 from schemas import tables
 from transforms.tableio.files import _subschema, read_row_groups
