@@ -118,6 +118,8 @@ class FetchHosts(beam.DoFn):
         pool = getattr(self, "_pool", None)
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+        if getattr(self, "_factory", None) is not None:
+            self._factory.close()
         renderer = getattr(self, "_renderer", None)
         if renderer is not None:
             renderer.close()
