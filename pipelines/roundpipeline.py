@@ -140,7 +140,7 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
             cfg.fetch, cfg.fetch_threads, cfg.sitemaps, cfg.scope, cfg.progress_seconds)
         # Page: each fetched page's fate (visited row, links, filtered, stored body)
         paged = ({"pages": fetched["pages"], "bundles": fetched["sitemaps"], "results": fetched["results"]}
-                 | "ProcessPages" >> ProcessPages(cfg.page))
+                 | "ProcessPages" >> ProcessPages(cfg.page, cfg.page_processes))
         # Content-seen: exact and near duplicates against every committed round
         content = ({"visited": paged["visited"], "links": paged["links"], "pages": paged["pages"],
                     "old": visited_view}

@@ -2,7 +2,7 @@
 import threading
 import time
 
-from transforms.fetch.connection import Deadlines, Watchdog
+from transforms.fetch.deadlines import Deadlines, Watchdog
 
 
 class _Probe:

@@ -34,12 +34,10 @@ from schemas.tables import (
 )
 from transforms.fetch import robots as robotsmod
 from transforms.fetch.connection import (
-    Deadlines,
     DialAdapter,
     Failure,
     LocationOnly,
     Response,
-    Watchdog,
     classify_exception,
     drain,
     media_type,
@@ -47,7 +45,9 @@ from transforms.fetch.connection import (
     parse_retry_after,
     read_body,
 )
+from transforms.fetch.deadlines import Deadlines, Watchdog
 from transforms.fetch.exchange import http_exchange
+from transforms.fetch.hostround import HostRound
 from transforms.fetch.httpbody import accept_encoding
 from transforms.fetch.netguard import ForbiddenAddressError, ResolveError, Resolver
 from transforms.fetch.records import (
@@ -59,7 +59,6 @@ from transforms.fetch.records import (
     HostState,
 )
 from transforms.fetch.robotsfetch import RobotsFetching
-from transforms.fetch.hostround import HostRound
 from transforms.fetch.slots import fetch_in_slots
 
 log = logging.getLogger(__name__)

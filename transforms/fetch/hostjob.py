@@ -6,7 +6,7 @@ import traceback
 from schemas import tables
 from transforms import faults
 from transforms.fetch import hostfetcher as fetcher_mod
-from transforms.fetch.connection import Deadlines
+from transforms.fetch.deadlines import Deadlines
 from transforms.urls import canonical as urls_mod
 
 # Frontier columns a fetched page carries forward into its visited row and its links.
