@@ -5,9 +5,13 @@
 The simulated web's `--config` is exported as static files and served by nginx on loopback
 (benchmarks/realweb). A crawl is injected and run until its frontier offers `--round_pages`
 URLs; that crawl directory is kept. Then the same next round is run from a fresh copy of it,
-A B A B ...: A with `--direct_running_mode multi_processing --direct_num_workers N`
-(`--workers`), B with the defaults (one process). Per run: wall seconds, pages fetched,
-pages/s, CPU seconds (user+sys of the round and every process it waited for), peak RSS of
+A B A B ...: A with the flags `--a_args`, B with `--b_args` (by default A is the defaults,
+which parse a big round's pages on `--page_processes auto` worker processes, and B parses
+in the fetching process; `--a_args "--direct_running_mode multi_processing
+--direct_num_workers 2"` tries Beam's own worker processes). Per run: wall seconds, pages fetched,
+pages/s, CPU seconds (user+sys of the round and every process it waited for; page
+worker processes started by a fork server are not among those: their parse seconds are in
+the report's time split), peak RSS of
 the largest process; then the median of the pairwise ratios A/B. Also a check that both
 commit the same state (visited URLs and frontier fps). Not a test; no figure is asserted.
 """
@@ -57,7 +61,8 @@ def main(argv=None):
     ap.add_argument("--port", type=int, default=18095)
     ap.add_argument("--work", default="/tmp/bench_cores")
     ap.add_argument("--round_pages", type=int, default=5000)
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--a_args", default="")
+    ap.add_argument("--b_args", default="--page_processes 0")
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--fetch_threads", type=int, default=32)
     a = ap.parse_args(argv)
@@ -88,7 +93,7 @@ def main(argv=None):
                 _run([py, "-m", "pipelines.round", "--crawl_dir", base], log)
         runs = {"A": [], "B": []}
         states = {}
-        extra = {"A": ["--direct_running_mode", "multi_processing", "--direct_num_workers", a.workers], "B": []}
+        extra = {"A": a.a_args.split(), "B": a.b_args.split()}
         for i in range(a.pairs):
             for k in ("A", "B"):
                 d = work / f"run-{k}"

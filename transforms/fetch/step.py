@@ -4,9 +4,9 @@
 hands it to a thread pool that lives as long as the DoFn instance (opened in `setup`).
 Each host is fetched sequentially by one `HostFetcher` (hostfetcher.py, through hostjob.fetch_one_host) with its
 politeness delay; concurrency comes only from fetching many hosts at the same time.
-Finished hosts are emitted as soon as they are done (on later `process` calls and in
-`finish_bundle`), so one slow host never holds back the output of the others and memory
-holds only the hosts in flight.
+A bundle's hosts are started when the bundle ends, longest host first, and each finished
+host is emitted as soon as it is done, so one slow host never holds back the output of the
+others.
 
 While a bundle fetches, a progress line goes to stderr every `progress_seconds` (a bar on a
 terminal; progress.py), and each page counts into Beam metrics (namespace `fetch`: pages,
@@ -51,7 +51,7 @@ class FetchHosts(beam.DoFn):
         self._ms = m.distribution("fetch", "fetch_ms")
 
     def start_bundle(self):
-        self._pending = set()
+        self._pending, self._jobs = set(), []
         self._started = None
         self._progress = self._reporter = None
 
@@ -88,22 +88,28 @@ class FetchHosts(beam.DoFn):
         for t in joined.get("urls", []):
             rows.extend(t.to_pylist())
         if not rows:
-            return
+            return ()
         if self._started is None:
             self._started = time.perf_counter()
             self._start_progress(planned)
         states = list(joined.get("state", []))
-        state_row = states[0] if states else None
-        self._pending.add(self._pool.submit(fetch_one_host, self._factory, host, rows, state_row,
-                                            self._progress))
-        # backpressure: keep at most 2x threads hosts in flight; emit whatever is done
-        block = len(self._pending) >= 2 * self.threads
-        done, self._pending = cf.wait(self._pending, timeout=None if block else 0,
-                                      return_when=cf.FIRST_COMPLETED)
-        for fut in done:
-            yield from self._emit(fut, windowed=False)
+        self._jobs.append((host, rows, states[0] if states else None))
+        return ()
+
+    def _expected_seconds(self, job):
+        """A host's fetch time as far as its politeness sets it (the longest first)."""
+        state = job[2] or {}
+        gap = max(self.config.delay_per_host, state.get("crawl_delay") or 0.0)
+        return len(job[1]) * (gap + 0.001) / max(1, self.config.conns_per_host if not state.get("crawl_delay") else 1)
 
     def finish_bundle(self):
+        # Longest host first: a round lasts as long as its longest host, which fetches one
+        # request at a time; started last, it would run alone at the end of the round.
+        self._jobs.sort(key=self._expected_seconds, reverse=True)
+        for host, rows, state_row in self._jobs:
+            self._pending.add(self._pool.submit(fetch_one_host, self._factory, host, rows, state_row,
+                                                self._progress))
+        self._jobs = []
         for fut in cf.as_completed(list(self._pending)):
             yield from self._emit(fut, windowed=True)
         self._pending = set()
