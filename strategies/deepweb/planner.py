@@ -2,12 +2,14 @@
 
 The state is a plain JSON-able dict (the crawl keeps it per host in its `deepweb` table):
 
-- `forms`: form key -> the form (action, inputs), the page it was found on, its phase
-  (`isit` -> `keywords` -> `done`; `post` and `nothing` are never submitted), ISIT's level,
+- `forms`: form key -> the form (action, method, inputs), the page it was found on, its phase
+  (`isit` -> `keywords` -> `done`; `nothing` is never submitted, nor `post`: a POST form of a
+  host whose config has no `post` allowance, taken up again when it gets one), ISIT's level,
   the queue of informative templates to enumerate, the keyword batches;
 - `templates`: form key -> template ("a,b") -> dimension, status (sampling, informative,
   uninformative, enumerating, done, covered), share and marginals of the test, its samples;
-- `queries`: submission URL -> form, kind (baseline, sample, enum, keyword), values or
+- `queries`: submission (its request key: the URL, or "POST <url> <body>" for a POST form;
+  `templates.request_key`) -> form, kind (baseline, sample, enum, keyword), values or
   word, round sent, state (pending, done, lost), signature, stated count, its first page's
   record ids, the new records it brought (with its pages), the pages emitted;
 - `pages`: result-page URL (page 2..) -> its submission, state, new records;
@@ -26,7 +28,7 @@ submission counts against `budget`; result pages do not.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from strategies.deepweb import isit, keywords, pagination, templates as tpl
 
@@ -44,6 +46,18 @@ class ProbeConfig:
     stall_rounds: int = 3        # a URL pending this long while its host answers nothing is lost
     templates: bool = True       # ISIT over the binding inputs
     keywords: bool = True        # keyword probing of the text box
+    post: bool = False           # this host's POST forms are submitted (for_host)
+    post_hosts: tuple = ()       # --deep_web_post_hosts: host or host:port entries
+    host_budgets: tuple = ()     # --deep_web_host_budgets: ((host or host:port, budget), ...)
+
+    def for_host(self, host: str) -> "ProbeConfig":
+        """This config for one host (a politeness key, name[:port]): its budget (an entry
+        with the port wins over one without) and whether its POST forms are submitted."""
+        h = host.lower()
+        name = h.rsplit(":", 1)[0] if ":" in h else h
+        budgets = dict(self.host_budgets)
+        budget = budgets.get(h, budgets.get(name, self.budget))
+        return replace(self, budget=budget, post=h in self.post_hosts or name in self.post_hosts)
 
 
 def new_state() -> dict:
@@ -74,7 +88,7 @@ class _Run:
         vals = dict(values or {})
         if word is not None:
             vals[tpl.text_input(form)] = word
-        url = self.norm(tpl.submission_url(form, vals))
+        url = tpl.submission_request(form, vals, self.norm)   # a POST's key: "POST <url> <body>"
         if not url:
             return None
         q = self.s["queries"].get(url)
@@ -101,7 +115,7 @@ class _Run:
             return
         self.listed.update(q["records"])
         q["pages"] = -1   # paged (no further pages when the list fits on one)
-        q["rest"] = pagination.result_pages(url, q["next"], q["count"], q["per_page"], self.cfg.max_pages)
+        q["rest"] = pagination.result_pages(tpl.as_url(url), q["next"], q["count"], q["per_page"], self.cfg.max_pages)
         q["open"] = 0
         self.page_window(url, q)
 
@@ -307,17 +321,27 @@ def _register(state, found, cfg):
         key = tpl.form_key(form)
         if key in state["forms"]:
             continue
-        if form["method"] != "get":
-            phase = "post"              # recorded, never submitted
-        elif (cfg.templates and tpl.binding_inputs(form)) or (cfg.keywords and tpl.text_input(form)):
-            phase = "isit" if cfg.templates else "keywords"
-        else:
-            phase = "nothing"
+        phase = _first_phase(form, cfg)
         state["forms"][key] = {"action": form["action"], "method": form["method"],
                                "inputs": form["inputs"], "page": f["page"], "depth": int(f.get("depth") or 0),
                                "words": f.get("words") or [], "phase": phase, "level": 0,
                                "queue": [], "current": None, "baseline": None, "found_round": f.get("round")}
     state["chrome"] = sorted(chrome)
+    for form in state["forms"].values():   # the host's POST allowance may have changed
+        if form["method"] == "post" and form["phase"] == "post" and cfg.post:
+            form["phase"] = _first_phase(form, cfg)
+        elif form["method"] == "post" and not cfg.post and form["phase"] in ("isit", "keywords"):
+            form["phase"] = "post"
+
+
+def _first_phase(form, cfg):
+    """A new form's phase: `post` (a POST form on a host not in --deep_web_post_hosts:
+    recorded, never submitted), `isit`, `keywords`, or `nothing` (no input to fill)."""
+    if form["method"] not in ("get", "post") or (form["method"] == "post" and not cfg.post):
+        return "post" if form["method"] == "post" else "nothing"
+    if (cfg.templates and tpl.binding_inputs(form)) or (cfg.keywords and tpl.text_input(form)):
+        return "isit" if cfg.templates else "keywords"
+    return "nothing"
 
 
 def advance(state: dict | None, found: list, digests: list, round_no: int, cfg: ProbeConfig,

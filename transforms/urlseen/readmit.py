@@ -62,7 +62,7 @@ def readmission(rows: pa.Table, url_filter):
         pa.array(pick(parent, keep), pa.string()), pa.array([""] * k, pa.string()),
         pa.array(pick(source, keep), pa.string()), pa.array(np.zeros(k, np.int32)),
         pa.nulls(k, pa.float64()), pa.nulls(k, pa.float64()), pa.nulls(k, pa.float64()),
-        pa.nulls(k, pa.int32()),
+        pa.nulls(k, pa.int32()), pa.nulls(k, pa.string()), pa.nulls(k, pa.string()),
     ], schema=CANDIDATES)
     d = len(drop)
     refused = pa.Table.from_arrays([
