@@ -232,3 +232,13 @@ def test_warc_request_record_of_a_post_carries_its_body():
     reqs = [(r.http_headers.protocol, r.content_stream().read())
             for r in ArchiveIterator(io.BytesIO(buf.getvalue())) if r.rec_type == "request"]
     assert reqs == [("POST", b"title=a+b")]
+
+
+def test_a_post_answer_is_never_scheduled_for_a_revisit():
+    import pyarrow as pa
+    from transforms.recrawl.state import next_state
+    rows = [{"fp": 1, "url": "http://lib.test/", "host": "lib.test", "outcome": "ok", "content_fp": 5},
+            {"fp": 2, "url": URL, "host": "lib.test", "outcome": "ok", "content_fp": 6,
+             "method": "POST", "request_body": "title=a"}]
+    out, _ = next_state(pa.Table.from_pylist(rows, schema=tables.VISITED), {}, {}, 1, 100.0)
+    assert out.column("fp").to_pylist() == [1]
