@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, replace
 
-from strategies.deepweb import isit, keywords, pagination, templates as tpl
+from strategies.deepweb import isit, keywords, ordercheck, pagination, templates as tpl
 
 
 @dataclass(frozen=True)
@@ -202,11 +202,13 @@ class _Run:
             self.sample(key, tpl.one_input_templates(inputs), inputs, temps)
             return
         level = form["level"]
-        sampling = [n for n, t in temps.items() if t["dim"] == level and t["status"] == "sampling"]
-        if sampling:
-            if self.open_urls([u for n in sampling for u in temps[n]["samples"]] + [form["baseline"]]):
+        testing = [n for n, t in temps.items() if t["dim"] == level and t["status"] in ("sampling", "rechecking")]
+        if testing:
+            if self.open_urls([u for n in testing for u in temps[n]["samples"] + sum(temps[n].get("checks", []), [])]
+                              + [form["baseline"]]):
                 return
-            self.evaluate(key, form, inputs, temps, sampling)
+            if self.evaluate(key, form, inputs, temps, testing):
+                return                  # a second look without a count (ordercheck) is out
         while form["current"] or form["queue"]:
             if form["current"] is None:
                 form["current"] = form["queue"].pop(0)
@@ -247,18 +249,30 @@ class _Run:
                     sig_of.setdefault(tuple(sorted(v.items())), qs[u]["sig"])
         if form["baseline"] and qs[form["baseline"]]["state"] == "done":
             sig_of[()] = qs[form["baseline"]]["sig"]
-        ranked = []
         for n in names:
             t = temps[n]
+            if t["status"] == "rechecking":   # the second look is in: the record sets decide
+                m = ordercheck.order_marginal(qs, t["checks"])
+                t.update(order_marginal=m, status="informative" if m is None or m >= self.cfg.informative
+                         else "uninformative")
+                continue
             samples = [(v, qs[u]["sig"]) for u, v in zip(t["samples"], t["values"]) if qs[u]["state"] == "done"]
             test = isit.informativeness(n.split(","), samples,
                                         lambda v: sig_of.get(tuple(sorted(v.items()))),
                                         self.cfg.informative)
             t.update(share=test["share"], marginal=test["marginal"],
                      status="informative" if test["informative"] else "uninformative")
-            if test["informative"]:
-                ranked.append((-min([test["share"]] + list(test["marginal"].values())), t["size"], n))
-        form["queue"] = [n for _, _, n in sorted(ranked)]
+            if test["informative"] and t["dim"] == 1 and ordercheck.suspect(qs, t, form["baseline"]):
+                pairs = [(self.submit(key, "context", c, template=n), self.submit(key, "recheck", v, template=n))
+                         for c, v in ordercheck.plan(form, inputs, temps, qs, n)]
+                t["checks"] = [[c, r] for c, r in pairs if c and r]
+                t["status"] = "rechecking" if t["checks"] else t["status"]
+        if any(temps[n]["status"] == "rechecking" for n in names):
+            return True
+        level = [(n, t) for n, t in temps.items() if t["dim"] == temps[names[0]]["dim"]]
+        form["queue"] = [n for _, _, n in sorted((-min([t["share"]] + list(t["marginal"].values())), t["size"], n)
+                                                 for n, t in level if t["status"] == "informative")]
+        return False
 
     def enumerate(self, key, form, inputs, t):
         """Start enumerating a template: page its samples that show unlisted records; submit
