@@ -19,10 +19,11 @@ The state is a plain JSON-able dict (the crawl keeps it per host in its `deepweb
   `df` (document frequency of words among records), `sent` (submissions made).
 
 ISIT per form: sample every one-input template (and the baseline); when the samples are
-in, test each (`isit.informativeness`); enumerate the informative ones one after another
-(most distinct first), paging a submission only while its first page shows unlisted
-records; a level that enumerated something is extended by one input (Apriori,
-`templates.extensions`) up to `max_dimension`. Then the text box (`keywords`). A
+in, test each (`isit.informativeness`; on pages stating no count, a second look with
+`ordercheck`); enumerate the informative ones one after another (most distinct first),
+paging a submission only while its first page shows unlisted records; a level that
+enumerated something is extended by one input (Apriori, `templates.extensions`) up to
+`max_dimension`. Then the text box (`keywords`). A
 submission counts against `budget`; result pages do not.
 """
 from __future__ import annotations
