@@ -242,3 +242,20 @@ def test_a_post_answer_is_never_scheduled_for_a_revisit():
              "method": "POST", "request_body": "title=a"}]
     out, _ = next_state(pa.Table.from_pylist(rows, schema=tables.VISITED), {}, {}, 1, 100.0)
     assert out.column("fp").to_pylist() == [1]
+
+
+def test_a_post_stays_a_post_when_readmitted_or_moved_to_another_shard():
+    import pyarrow as pa
+    from tests.unit.frontier_rows import frontier as frontier_table
+    from transforms.shard.split import frontier_as_candidates
+    from transforms.urlseen.readmit import readmission
+    fp = request.request_fingerprint(URL, "POST", "title=a")
+    rows = pa.Table.from_pylist([dict(fp=fp, url=URL, depth=1, first_parent="http://lib.test/",
+                                      source="form", refused_by="g", method="POST", request_body="title=a")])
+    cand, _ = readmission(rows, UrlFilter())
+    assert cand.select(["dst_fp", "method", "request_body"]).to_pylist() == [
+        {"dst_fp": fp, "method": "POST", "request_body": "title=a"}]
+    moved = frontier_as_candidates(frontier_table([dict(fp=fp, url=URL, host="lib.test", method="POST",
+                                                        request_body="title=a")]))
+    assert moved.select(["dst_fp", "method", "request_body"]).to_pylist() == [
+        {"dst_fp": fp, "method": "POST", "request_body": "title=a"}]
