@@ -91,7 +91,8 @@ def make_data(root: Path, n_visited: int, seed: int = 1, link_share: float = 0.2
             pa.array([f"anchor {x % 97}" for x in (s & 0xffff).tolist()], pa.string()),
             pa.array(["link"] * n, pa.string()), pa.array(np.zeros(n, np.int32)),
             pa.nulls(n, pa.float64()), pa.nulls(n, pa.float64()), pa.nulls(n, pa.float64()),
-            pa.nulls(n, pa.int32())], schema=CANDIDATES)
+            pa.nulls(n, pa.int32()), pa.nulls(n, pa.string()), pa.nulls(n, pa.string())],
+            schema=CANDIDATES)
         f = root / "links" / f"part-{k:05d}.parquet"
         pq.write_table(t, f, row_group_size=ROW_GROUP)
         lfiles.append(str(f))

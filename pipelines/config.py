@@ -27,7 +27,7 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
-from pipelines import focused
+from pipelines import focused, settings_deepweb
 from strategies.deepweb.planner import ProbeConfig
 from strategies.ordering import CRAWL_ORDERINGS, get_ordering, ordering_params
 from strategies.recrawl import get_policy
@@ -209,7 +209,9 @@ def fetch_config(s) -> FetchConfig:
             robots_ttl=float(s["robots_ttl"]), obey_robots=bool(s["obey_robots"]),
             allow_loopback=bool(s["allow_loopback"]), deny_addresses=csv(s["deny_addresses"]),
             resolve=resolve_entries(s), conns_per_host=int(s["conns_per_host"]),
-            render=render_config(s))
+            render=render_config(s),
+            post_hosts=settings_deepweb.parse_post_hosts(s.get("deep_web_post_hosts"))
+            if s.get("deep_web", "off") == "forms" else ())
     except ConfigError:
         raise
     except ValueError as e:   # FetchConfig checks the user agent and the CIDRs
@@ -351,4 +353,6 @@ def deepweb_config(s) -> ProbeConfig | None:
                        max_dimension=int(s["deep_web_max_dimension"]),
                        samples=int(s["deep_web_samples"]), budget=int(s["deep_web_budget"]),
                        words_per_round=int(s["deep_web_words_per_round"]),
-                       seed_words=csv(s["deep_web_seed_words"]))
+                       seed_words=csv(s["deep_web_seed_words"]),
+                       post_hosts=settings_deepweb.parse_post_hosts(s.get("deep_web_post_hosts")),
+                       host_budgets=settings_deepweb.parse_host_budgets(s.get("deep_web_host_budgets")))

@@ -18,6 +18,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pipelines import settings_deepweb
+
 DEFAULT_USER_AGENT = "beamcrawl/0.1 (+https://github.com/beamcrawl/beamcrawl)"
 GROUPS = {
     "scope": "which URLs the crawl may queue",
@@ -271,22 +273,8 @@ ROUND_SETTINGS = {s.name: s for s in [
     S("max_buffer", int, 0, "vertical", "MAX_BUFFER: the frontier keeps at most this many URLs, "
       "dropping its lowest-scored to filtered (reason buffer_full); 0 = unbounded (Best-First "
       "used 256 for a page-at-a-time crawler; a round needs at least --max_pages).", at_least(0)),
-    # --- deep web (#17; strategies/deepweb) ---
-    S("deep_web", str, "off", "deepweb", "forms: record the forms of fetched pages and submit "
-      "GET forms (ISIT query templates over selects, radios and checkboxes, then keyword probing "
-      "of the text box); off: never. POST forms are recorded, never submitted.",
-      one_of("off", "forms")),
-    S("deep_web_budget", int, 500, "deepweb", "Form submissions per host over the whole crawl "
-      "(result pages after the first do not count).", at_least(1)),
-    S("deep_web_informative", float, 0.2, "deepweb", "A query template is informative when its "
-      "sampled submissions' distinct result signatures, and what each input adds, reach this share.",
-      between(0.0, 1.0)),
-    S("deep_web_max_dimension", int, 3, "deepweb", "Most inputs a query template sets.", at_least(1)),
-    S("deep_web_samples", int, 20, "deepweb", "Submissions sampled to test one template.", at_least(2)),
-    S("deep_web_words_per_round", int, 10, "deepweb", "Keyword queries per batch; the next batch "
-      "is chosen when this one's results are in.", at_least(1)),
-    S("deep_web_seed_words", str, "", "deepweb", "Comma-separated first words for text boxes; "
-      "empty = the words of the form's page."),
+    # --- deep web (#17; strategies/deepweb): defined in pipelines/settings_deepweb.py ---
+    *settings_deepweb.settings(S, at_least, between, one_of),
     # --- recrawl (issue #13: incremental crawling) ---
     S("mode", str, "batch", "recrawl", "batch: fetch each URL once; incremental: every round "
       "mixes new URLs and due revisits of visited pages (README \"Incremental crawling\"); "

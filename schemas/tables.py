@@ -61,6 +61,11 @@ FRONTIER = pa.schema([
     ("topic_score", pa.float64()),
     ("topic_inherited", pa.float64()),
     ("depth_left", pa.int32()),
+    # deep web (--deep_web_post_hosts): a POST form submission; null method = GET. The body is
+    # form-encoded and part of the request's identity: `fp` of a POST is
+    # transforms.urls.request.request_fingerprint(url, method, body), never the URL's
+    ("method", pa.string()),
+    ("request_body", pa.string()),
 ])
 
 VISITED = pa.schema([
@@ -118,6 +123,8 @@ VISITED = pa.schema([
     # headless Chromium rendered (false: rendering was tried and failed; null: not tried)
     ("rendered", pa.bool_()),
     ("render_links", pa.int32()),       # links the rendered DOM added over the static HTML
+    ("method", pa.string()),            # POST for a form submitted by POST (see FRONTIER); null = GET
+    ("request_body", pa.string()),
 ])
 
 # Columns added after files of SCHEMA_VERSION 1 were written: a file may lack them (readers
@@ -125,8 +132,8 @@ VISITED = pa.schema([
 LATER_COLUMNS = {"visited": ("lsh_keys", "source", "refused_by", "near_cluster_fp",
                              "near_cluster_round", "doc_type", "text_chars", "description",
                              "language", "published", "modified", "relevance", "rendered",
-                             "render_links"),
-                 "frontier": ("topic_score", "topic_inherited", "depth_left"),
+                             "render_links", "method", "request_body"),
+                 "frontier": ("topic_score", "topic_inherited", "depth_left", "method", "request_body"),
                  "hosts": ("render_helped",),
                  "filtered": ("depth", "source", "refused_by"),
                  "near_duplicates": ("host", "cluster_fp", "cluster_round")}
@@ -296,6 +303,8 @@ CANDIDATES = pa.schema([
     ("topic_score", pa.float64()),   # vertical crawling: see FRONTIER
     ("topic_inherited", pa.float64()),
     ("depth_left", pa.int32()),
+    ("method", pa.string()),         # deep web: see FRONTIER (dst_fp of a POST is its request's)
+    ("request_body", pa.string()),
 ])
 
 FP_ONLY = pa.schema([("fp", pa.int64())])

@@ -2,12 +2,14 @@
 
 The state is a plain JSON-able dict (the crawl keeps it per host in its `deepweb` table):
 
-- `forms`: form key -> the form (action, inputs), the page it was found on, its phase
-  (`isit` -> `keywords` -> `done`; `post` and `nothing` are never submitted), ISIT's level,
+- `forms`: form key -> the form (action, method, inputs), the page it was found on, its phase
+  (`isit` -> `keywords` -> `done`; `nothing` is never submitted, nor `post`: a POST form of a
+  host whose config has no `post` allowance, taken up again when it gets one), ISIT's level,
   the queue of informative templates to enumerate, the keyword batches;
 - `templates`: form key -> template ("a,b") -> dimension, status (sampling, informative,
   uninformative, enumerating, done, covered), share and marginals of the test, its samples;
-- `queries`: submission URL -> form, kind (baseline, sample, enum, keyword), values or
+- `queries`: submission (its request key: the URL, or "POST <url> <body>" for a POST form;
+  `templates.request_key`) -> form, kind (baseline, sample, enum, keyword), values or
   word, round sent, state (pending, done, lost), signature, stated count, its first page's
   record ids, the new records it brought (with its pages), the pages emitted;
 - `pages`: result-page URL (page 2..) -> its submission, state, new records;
@@ -17,18 +19,19 @@ The state is a plain JSON-able dict (the crawl keeps it per host in its `deepweb
   `df` (document frequency of words among records), `sent` (submissions made).
 
 ISIT per form: sample every one-input template (and the baseline); when the samples are
-in, test each (`isit.informativeness`); enumerate the informative ones one after another
-(most distinct first), paging a submission only while its first page shows unlisted
-records; a level that enumerated something is extended by one input (Apriori,
-`templates.extensions`) up to `max_dimension`. Then the text box (`keywords`). A
+in, test each (`isit.informativeness`; on pages stating no count, a second look with
+`ordercheck`); enumerate the informative ones one after another (most distinct first),
+paging a submission only while its first page shows unlisted records; a level that
+enumerated something is extended by one input (Apriori, `templates.extensions`) up to
+`max_dimension`. Then the text box (`keywords`). A
 submission counts against `budget`; result pages do not.
 """
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from strategies.deepweb import isit, keywords, pagination, templates as tpl
+from strategies.deepweb import isit, keywords, ordercheck, pagination, templates as tpl
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,18 @@ class ProbeConfig:
     stall_rounds: int = 3        # a URL pending this long while its host answers nothing is lost
     templates: bool = True       # ISIT over the binding inputs
     keywords: bool = True        # keyword probing of the text box
+    post: bool = False           # this host's POST forms are submitted (for_host)
+    post_hosts: tuple = ()       # --deep_web_post_hosts: host or host:port entries
+    host_budgets: tuple = ()     # --deep_web_host_budgets: ((host or host:port, budget), ...)
+
+    def for_host(self, host: str) -> "ProbeConfig":
+        """This config for one host (a politeness key, name[:port]): its budget (an entry
+        with the port wins over one without) and whether its POST forms are submitted."""
+        h = host.lower()
+        name = h.rsplit(":", 1)[0] if ":" in h else h
+        budgets = dict(self.host_budgets)
+        budget = budgets.get(h, budgets.get(name, self.budget))
+        return replace(self, budget=budget, post=h in self.post_hosts or name in self.post_hosts)
 
 
 def new_state() -> dict:
@@ -74,7 +89,7 @@ class _Run:
         vals = dict(values or {})
         if word is not None:
             vals[tpl.text_input(form)] = word
-        url = self.norm(tpl.submission_url(form, vals))
+        url = tpl.submission_request(form, vals, self.norm)   # a POST's key: "POST <url> <body>"
         if not url:
             return None
         q = self.s["queries"].get(url)
@@ -101,7 +116,7 @@ class _Run:
             return
         self.listed.update(q["records"])
         q["pages"] = -1   # paged (no further pages when the list fits on one)
-        q["rest"] = pagination.result_pages(url, q["next"], q["count"], q["per_page"], self.cfg.max_pages)
+        q["rest"] = pagination.result_pages(tpl.as_url(url), q["next"], q["count"], q["per_page"], self.cfg.max_pages)
         q["open"] = 0
         self.page_window(url, q)
 
@@ -188,11 +203,13 @@ class _Run:
             self.sample(key, tpl.one_input_templates(inputs), inputs, temps)
             return
         level = form["level"]
-        sampling = [n for n, t in temps.items() if t["dim"] == level and t["status"] == "sampling"]
-        if sampling:
-            if self.open_urls([u for n in sampling for u in temps[n]["samples"]] + [form["baseline"]]):
+        testing = [n for n, t in temps.items() if t["dim"] == level and t["status"] in ("sampling", "rechecking")]
+        if testing:
+            if self.open_urls([u for n in testing for u in temps[n]["samples"] + sum(temps[n].get("checks", []), [])]
+                              + [form["baseline"]]):
                 return
-            self.evaluate(key, form, inputs, temps, sampling)
+            if self.evaluate(key, form, inputs, temps, testing):
+                return                  # a second look without a count (ordercheck) is out
         while form["current"] or form["queue"]:
             if form["current"] is None:
                 form["current"] = form["queue"].pop(0)
@@ -233,18 +250,30 @@ class _Run:
                     sig_of.setdefault(tuple(sorted(v.items())), qs[u]["sig"])
         if form["baseline"] and qs[form["baseline"]]["state"] == "done":
             sig_of[()] = qs[form["baseline"]]["sig"]
-        ranked = []
         for n in names:
             t = temps[n]
+            if t["status"] == "rechecking":   # the second look is in: the record sets decide
+                m = ordercheck.order_marginal(qs, t["checks"])
+                t.update(order_marginal=m, status="informative" if m is None or m >= self.cfg.informative
+                         else "uninformative")
+                continue
             samples = [(v, qs[u]["sig"]) for u, v in zip(t["samples"], t["values"]) if qs[u]["state"] == "done"]
             test = isit.informativeness(n.split(","), samples,
                                         lambda v: sig_of.get(tuple(sorted(v.items()))),
                                         self.cfg.informative)
             t.update(share=test["share"], marginal=test["marginal"],
                      status="informative" if test["informative"] else "uninformative")
-            if test["informative"]:
-                ranked.append((-min([test["share"]] + list(test["marginal"].values())), t["size"], n))
-        form["queue"] = [n for _, _, n in sorted(ranked)]
+            if test["informative"] and t["dim"] == 1 and ordercheck.suspect(qs, t, form["baseline"]):
+                pairs = [(self.submit(key, "context", c, template=n), self.submit(key, "recheck", v, template=n))
+                         for c, v in ordercheck.plan(form, inputs, temps, qs, n)]
+                t["checks"] = [[c, r] for c, r in pairs if c and r]
+                t["status"] = "rechecking" if t["checks"] else t["status"]
+        if any(temps[n]["status"] == "rechecking" for n in names):
+            return True
+        level = [(n, t) for n, t in temps.items() if t["dim"] == temps[names[0]]["dim"]]
+        form["queue"] = [n for _, _, n in sorted((-min([t["share"]] + list(t["marginal"].values())), t["size"], n)
+                                                 for n, t in level if t["status"] == "informative")]
+        return False
 
     def enumerate(self, key, form, inputs, t):
         """Start enumerating a template: page its samples that show unlisted records; submit
@@ -307,17 +336,27 @@ def _register(state, found, cfg):
         key = tpl.form_key(form)
         if key in state["forms"]:
             continue
-        if form["method"] != "get":
-            phase = "post"              # recorded, never submitted
-        elif (cfg.templates and tpl.binding_inputs(form)) or (cfg.keywords and tpl.text_input(form)):
-            phase = "isit" if cfg.templates else "keywords"
-        else:
-            phase = "nothing"
+        phase = _first_phase(form, cfg)
         state["forms"][key] = {"action": form["action"], "method": form["method"],
                                "inputs": form["inputs"], "page": f["page"], "depth": int(f.get("depth") or 0),
                                "words": f.get("words") or [], "phase": phase, "level": 0,
                                "queue": [], "current": None, "baseline": None, "found_round": f.get("round")}
     state["chrome"] = sorted(chrome)
+    for form in state["forms"].values():   # the host's POST allowance may have changed
+        if form["method"] == "post" and form["phase"] == "post" and cfg.post:
+            form["phase"] = _first_phase(form, cfg)
+        elif form["method"] == "post" and not cfg.post and form["phase"] in ("isit", "keywords"):
+            form["phase"] = "post"
+
+
+def _first_phase(form, cfg):
+    """A new form's phase: `post` (a POST form on a host not in --deep_web_post_hosts:
+    recorded, never submitted), `isit`, `keywords`, or `nothing` (no input to fill)."""
+    if form["method"] not in ("get", "post") or (form["method"] == "post" and not cfg.post):
+        return "post" if form["method"] == "post" else "nothing"
+    if (cfg.templates and tpl.binding_inputs(form)) or (cfg.keywords and tpl.text_input(form)):
+        return "isit" if cfg.templates else "keywords"
+    return "nothing"
 
 
 def advance(state: dict | None, found: list, digests: list, round_no: int, cfg: ProbeConfig,

@@ -67,6 +67,42 @@ def submission_url(form: dict, values: dict[str, str]) -> str:
     return action + "?" + urlencode(fields(form, values))
 
 
+POST = "POST"
+
+
+def request_key(url: str, method: str | None = None, body: str | None = None) -> str:
+    """The planner's name of a request: the URL for a GET, "POST <url> <body>" for a POST
+    (a canonical URL and a form-encoded body hold no space: the key splits back)."""
+    return f"{POST} {url} {body or ''}" if (method or "").upper() == POST else url
+
+
+def split_key(key: str) -> tuple[str, str | None, str | None]:
+    """(url, method, body) of a request key: (url, None, None) for a GET."""
+    if key.startswith(POST + " "):
+        _, url, body = key.split(" ", 2)
+        return url, POST, body
+    return key, None, None
+
+
+def as_url(key: str) -> str:
+    """A request key as one URL (a POST's body as its query), for comparing it with the GET
+    links of its result pages (pagination)."""
+    url, method, body = split_key(key)
+    if method is None or not body:
+        return url
+    return url.split("?", 1)[0] + "?" + body
+
+
+def submission_request(form: dict, values: dict[str, str], normalize=lambda u: u) -> str | None:
+    """The request key of a submission: its GET URL, or for a POST form "POST <action> <body>"
+    (the form-encoded fields, in the form's input order, as browsers send them). None when
+    `normalize` refuses the URL."""
+    if form.get("method") == "post":
+        url = normalize(form["action"].split("#", 1)[0])
+        return request_key(url, POST, urlencode(fields(form, values))) if url else None
+    return normalize(submission_url(form, values))
+
+
 def size(template, inputs) -> int:
     n = 1
     for name in template:

@@ -58,6 +58,7 @@ class SimConfig:
     deep_web: bool = True             # jobs.simweb.test, a search form over records
     n_records: int = 10000
     results_per_page: int = 10
+    jobs_count: bool = True           # its result pages state the count ("N jobs found"); False: none
     template_pages: int = 0           # > 0: docs.simweb.test, a book of this many template pages
     documents: bool = False           # files.simweb.test: PDF, Word, feeds, text (tests/simweb/documents.py)
     library: bool = False             # library.simweb.test: a second search form (tests/simweb/library.py)

@@ -3,7 +3,8 @@
 ``/`` holds a GET form (``/search``) with selects ``category``, ``industry``, ``city``, a
 free-text box ``q`` (every word must occur in the title or keywords, case-insensitive), a
 ``sort`` select (``date`` | ``salary`` | ``title``: presentation only, the result set is the
-same) and ``page`` (1-based, ``results_per_page`` per page). Records live at
+same) and ``page`` (1-based, ``results_per_page`` per page); result pages say "N jobs
+found" unless ``jobs_count`` is off (a site that states no count). Records live at
 ``/job/<id>`` and are linked only from result pages, so only a form-filling crawler finds
 them. :func:`query` is the reference implementation tests compare against.
 """
@@ -171,7 +172,8 @@ def respond(web, host, target: str, headers: dict, now: float):
             nav.append(f'<a rel="prev" href="/search?{html.escape(urlencode({**keep, "page": page - 1}))}">Previous</a>')
         if page * per < len(ids):
             nav.append(f'<a rel="next" href="/search?{html.escape(urlencode({**keep, "page": page + 1}))}">Next</a>')
-        body = (f'<h1>Search results</h1><p id="count">{len(ids)} jobs found</p>'
+        count = f'<p id="count">{len(ids)} jobs found</p>' if web.cfg.jobs_count else ""
+        body = (f'<h1>Search results</h1>{count}'
                 f'<ol start="{(page - 1) * per + 1}">{items}</ol><p>{" ".join(nav)}</p>'
                 + form_html(web))
         return ok(_page("Search results", body))

@@ -6,7 +6,10 @@ A different site from jobs.simweb.test in every way a crawler could depend on:
   attribute), a radio group ``fmt`` (all / book / ebook / audio), a checkbox ``avail``
   ("only available"), a presentation-only ``order`` select (rel / year / az), a hidden
   ``src=home`` and a ``<button>``; the page also has a POST form (``/suggest``, "suggest
-  a purchase") that a crawler must never submit;
+  a purchase") that a crawler submits only when allowed to POST there
+  (``--deep_web_post_hosts``); a POSTed suggestion is answered with thanks and the titles
+  already held that match its words (a result page: count and records, one page);
+  ``/catalogue/find`` answers a POST like a GET;
 - results are a ``<table>`` (one ``<tr>`` per book: title link, blurb, author, year), the
   count says "Showing 1–20 of 345 titles", pages are offsets (``start=20``) announced by
   ``<link rel=next>`` in the head and a numbered pager;
@@ -120,9 +123,30 @@ SUGGEST = ('<form method="post" action="/suggest"><p>Suggest a purchase: '
            '</p></form>')
 
 
-def respond(web, host, target: str, headers: dict, now: float):
+def _suggested(web, form: str):
+    """The answer to a POSTed suggestion: thanks, and the titles already held that match
+    its words (a result page: count, table of records; no further pages)."""
+    cat, per = catalogue(web), web.cfg.library_per_page
+    a = dict(parse_qsl(form, keep_blank_values=True))
+    title = a.get("title", "")
+    total, ids = query(cat, title, cap=per)
+    rows = "".join(f'<tr><td><a href="/item/b{r:05d}">{html.escape(cat.titles[r])}</a></td>'
+                   f'<td>{cat.year[r]}</td></tr>' for r in ids)
+    return _page("Suggestion received", f"<h2>Thank you for suggesting “{html.escape(title)}”</h2>"
+                 f'<div class="summary">We already hold {total} titles matching it; the first '
+                 f'{len(ids)}:</div><table class="held"><tbody>{rows}</tbody></table>')
+
+
+def respond(web, host, target: str, headers: dict, now: float, method: str = "GET", body: bytes = b""):
     from .model import Response
     path, _, qs = target.split("#", 1)[0].partition("?")
+    if method == "POST":   # the forms answer POST too (a form-encoded body)
+        form = body.decode("utf-8", "replace")
+        if path == "/suggest":
+            return Response(200, [("Content-Type", "text/html; charset=utf-8")], _suggested(web, form))
+        if path != "/catalogue/find":
+            return Response(405, [("Allow", "GET, HEAD"), ("Content-Type", "text/html")], b"not allowed")
+        qs = form
     ok = lambda body: Response(200, [("Content-Type", "text/html; charset=utf-8")], body)  # noqa: E731
     cfg = web.cfg
     if path == "/robots.txt":

@@ -662,8 +662,9 @@ class SimWeb:
         return None
 
     def respond(self, host: Host | str, target: str, headers: dict | None = None,
-                method: str = "GET", now: float | None = None) -> Response:
-        """The response for ``method target`` on ``host``. ``headers`` keys lower-case."""
+                method: str = "GET", now: float | None = None, body: bytes = b"") -> Response:
+        """The response for ``method target`` on ``host``. ``headers`` keys lower-case;
+        ``body``: a POST's (only the library answers POST)."""
         if isinstance(host, str):
             host = self.by_name[host.lower()]
         headers = headers or {}
@@ -681,7 +682,7 @@ class SimWeb:
             r = documents.respond(self, host, target, headers, now)
         elif host.kind == "library":
             from . import library
-            r = library.respond(self, host, target, headers, now)
+            r = library.respond(self, host, target, headers, now, method, body)
         elif host.kind.startswith("scripted_"):
             from . import scripted
             r = scripted.respond(self, host, target, headers, now)

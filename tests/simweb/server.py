@@ -21,8 +21,10 @@ from .clock import RealClock
 from .model import SimWeb
 
 LOGGED_HEADERS = {"user-agent": "User-Agent", "if-none-match": "If-None-Match",
-                  "if-modified-since": "If-Modified-Since", "accept-encoding": "Accept-Encoding"}
+                  "if-modified-since": "If-Modified-Since", "accept-encoding": "Accept-Encoding",
+                  "content-type": "Content-Type"}
 MAX_HEAD = 64 * 1024
+POST_KINDS = ("library",)   # hosts whose forms answer POST (library.py); others: 405
 _REASONS = {200: "OK", 301: "Moved Permanently", 302: "Found", 304: "Not Modified",
             400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
             429: "Too Many Requests", 431: "Request Header Fields Too Large",
@@ -114,13 +116,14 @@ class _Conn(asyncio.Protocol):
                 clen = int(hdrs.get("content-length", "0") or 0)
             except ValueError:
                 clen = 0
+            body = b""
             if clen:
-                if len(self.buf) < clen:   # wait for the whole body (ignored: GET/HEAD site)
+                if len(self.buf) < clen:   # wait for the whole body (a POST's: the library's forms)
                     self.buf = head.encode("latin-1") + b"\r\n\r\n" + self.buf
                     return
-                self.buf = self.buf[clen:]
+                body, self.buf = self.buf[:clen], self.buf[clen:]
             close = hdrs.get("connection", "").lower() == "close" or version == "HTTP/1.0"
-            self.srv._handle(self, method, target, hdrs, close, start)
+            self.srv._handle(self, method, target, hdrs, close, start, body)
 
     # ------------------------------------------------------------------ writing
     def send(self, status, headers, body, close, head_only=False):
@@ -298,7 +301,7 @@ class SimWebServer:
         return self.log.records
 
     # ------------------------------------------------------------------ handling
-    def _handle(self, conn: _Conn, method, target, hdrs, close, start):
+    def _handle(self, conn: _Conn, method, target, hdrs, close, start, body=b""):
         web = self.web
         host = web.host_for(hdrs.get("host"), conn.local)
         status = 0
@@ -306,6 +309,11 @@ class SimWebServer:
         if host is None:
             self._log(conn, host, method, target, hdrs, 404, start, 12)
             conn.send(404, [("Content-Type", "text/plain")], b"unknown host", close)
+            return
+        elif method == "POST" and host.kind in POST_KINDS:
+            r = web.respond(host, target, hdrs, method, body=body)
+            self._log(conn, host, method, target, hdrs, r.status, start, len(r.body), body)
+            conn.send(r.status, r.headers, r.body, close)
             return
         elif method not in ("GET", "HEAD"):
             self._log(conn, host, method, target, hdrs, 405, start, 18)
@@ -331,7 +339,7 @@ class SimWebServer:
             self._log(conn, host, method, target, hdrs, status, start, nbytes)
             conn.send(r.status, r.headers, r.body, close, head_only=(method == "HEAD"))
 
-    def _log(self, conn, host, method, target, hdrs, status, start, nbytes):
+    def _log(self, conn, host, method, target, hdrs, status, start, nbytes, body=None):
         rec = {
             "host": host.name if host else (hdrs.get("host") or ""),
             "path": target,
@@ -343,6 +351,8 @@ class SimWebServer:
             "addr": conn.local,
             "bytes": nbytes,
         }
+        if body is not None:       # a POST's body (the library's forms)
+            rec["body"] = body.decode("latin-1")[:4000]
         if self.sim:
             rec["sim_time"] = self.web.clock()
         self.log.write(rec)

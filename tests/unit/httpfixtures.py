@@ -41,6 +41,19 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     do_HEAD = do_GET
 
+    def do_POST(self):
+        """A POST: its body is read and kept in `bodies` (path, body); routed like a GET."""
+        srv = self.server.owner
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        with srv.lock:
+            srv.requests.append((time.time(), "POST", self.path, dict(self.headers)))
+            srv.bodies.append((self.path, body))
+        route = srv.routes.get(self.path.split("?", 1)[0]) or srv.routes.get("*")
+        if route is None:
+            send(self, 404, b"not found", {"Content-Type": "text/plain"})
+        else:
+            route(self)
+
 
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
@@ -68,6 +81,7 @@ class LocalServer:
         self.ignore_query = ignore_query
         self.lock = threading.Lock()
         self.requests: list = []
+        self.bodies: list = []           # (path, body) of each POST
         self.connections = 0
         self.stopping = threading.Event()
         self._srv = _Server((host, 0), _Handler)

@@ -3,7 +3,8 @@
 Per fetch (`capture`: an archived entry of transforms.page.fate) three records, each its
 own gzip member, in Common Crawl's order:
 
-    request   the HTTP request line and headers sent (WARC-Concurrent-To: the response)
+    request   the HTTP request line and headers sent (WARC-Concurrent-To: the response);
+              a deep-web POST's (--deep_web_post_hosts) with its form-encoded body as payload
     response  the status line and headers as received, then the payload as received
               (still Content-Encoding'd); WARC-IP-Address; WARC-Truncated: length when the
               body was cut (body cap, or a non-2xx body read only up to the drain limit)
@@ -18,7 +19,9 @@ A file starts with a `warcinfo` record. The payload is stored de-chunked, so a r
 `Transfer-Encoding` header is kept as `X-Crawler-Transfer-Encoding` (as Common Crawl does).
 
 CDXJ: one line per response record, `SURT-KEY TIMESTAMP14 {json}` with url, mime, status,
-digest, length, offset and filename (pywb's fields), sorted by key then time.
+digest, length, offset and filename (pywb's fields), sorted by key then time. A POST is
+indexed as pywb does (`post_query_url`: its body and `__wb_method=post` in the key's query),
+with `method` and `requestBody` fields.
 """
 from __future__ import annotations
 
@@ -143,9 +146,11 @@ class WarcFile:
                 http_headers=StatusAndHeaders(status, headers, protocol=protocol),
                 warc_headers_dict=response_headers)
         response_id = response.rec_headers.get_header("WARC-Record-ID")
+        sent = http.get("request_body")     # a POST's body: the request record's payload
         request = self._writer.create_warc_record(
             url, "request", http_headers=StatusAndHeaders(http["request_line"], http["request_headers"],
                                                           is_http_request=True),
+            **({"payload": io.BytesIO(sent), "length": None} if sent else {}),
             warc_headers_dict=dict(common, **{"WARC-Concurrent-To": response_id}))
         self._write(request)
         offset, length = self._write(response)
@@ -155,11 +160,25 @@ class WarcFile:
             url, "metadata", payload=io.BytesIO(("\r\n".join(lines) + "\r\n").encode("utf-8")),
             warc_content_type="application/warc-fields",
             warc_headers_dict=dict(common, **{"WARC-Concurrent-To": response_id})))
+        key = surt(url)
+        if sent:   # pywb's convention: a POST's index key carries its method and form body
+            key = surt(post_query_url(url, sent))
         fields = {"url": url, "mime": "warc/revisit" if code == "304" else _media_type(http["headers"]),
                   "status": code, "digest": response.rec_headers.get_header("WARC-Payload-Digest")
                   or response.rec_headers.get_header("WARC-Block-Digest"),
                   "length": str(length), "offset": str(offset), "filename": self.filename}
-        return cdxj_line(surt(url), timestamp14(when), fields)
+        if sent:
+            fields["method"] = http["request_line"].split(" ", 1)[0]
+            fields["requestBody"] = sent.decode("utf-8", "replace")
+        return cdxj_line(key, timestamp14(when), fields)
+
+
+def post_query_url(url: str, body: bytes) -> str:
+    """The URL a POST is indexed under (pywb): its form body and ``__wb_method=post`` as
+    query parameters, so each submission has its own key and a GET lookup of the URL
+    never returns a POST's answer."""
+    extra = "__wb_method=post&" + body.decode("utf-8", "replace")
+    return url + ("&" if "?" in url else "?") + extra
 
 
 def cdxj_line(key: str, stamp: str, fields: dict) -> str:

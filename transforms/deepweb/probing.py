@@ -14,11 +14,12 @@ from schemas import tables
 from strategies.deepweb import planner
 from strategies.deepweb.templates import form_key
 from transforms.page.fate import filter_bundle
-from transforms.urls import canonical
+from transforms.urls import canonical, request
 
 
 def host_of(url: str) -> str:
-    return canonical.host_key(url)
+    """The host of a URL or of a request key ("POST <url> <body>")."""
+    return canonical.host_key(request.split_key(url)[0])
 
 
 def keyed(found: dict):
@@ -45,6 +46,26 @@ def form_rows(host, items, round_no):
             for it in items]
 
 
+def request_bundles(emit):
+    """Candidates bundles (source `form`) of the planner's [(request key, depth, parent key)]:
+    GET URLs grouped by (parent, depth); the POSTs to one action URL by (parent, depth, URL),
+    with `method` POST and their form-encoded bodies in `request_body` (one per URL)."""
+    groups = {}
+    for key, depth, parent in emit:
+        url, method, body = request.split_key(key)
+        g = groups.setdefault((parent, depth, url if method else None), ([], []))
+        g[0].append(url)
+        g[1].append(body)
+    for (parent, depth, post_url), (urls, bodies) in groups.items():
+        src = request.split_key(parent)[0] if parent else None
+        bundle = {"src": src, "src_fp": int(request.key_fingerprint(parent)) if parent else 0,
+                  "depth": depth, "source": tables.SOURCE_FORM, "redirects": 0,
+                  "dst": urls, "anchor": [""] * len(urls)}
+        if post_url:
+            bundle.update(method=request.POST, request_body=bodies)
+        yield bundle
+
+
 def advance_host(host, found_items, digests, states, round_no, cfg, url_filter):
     """One host's round: (DEEPWEB row or None, FORMS rows, kept bundles, filtered bundles, stats).
 
@@ -53,16 +74,13 @@ def advance_host(host, found_items, digests, states, round_no, cfg, url_filter):
     if state is None and not found_items and not digests:
         return None, [], [], [], {}
     before = state["sent"] if state else 0
-    state, emit = planner.advance(state, found_items, digests, round_no, cfg, canonical.normalize)
-    groups = {}
-    for url, depth, parent in emit:
-        groups.setdefault((parent, depth), []).append(url)
+    state, emit = planner.advance(state, found_items, digests, round_no, cfg.for_host(host),
+                                  canonical.normalize)
     kept, dropped = [], []
-    for (parent, depth), urls in groups.items():
-        bundle = {"src": parent, "src_fp": int(canonical.fingerprint(parent)) if parent else 0,
-                  "depth": depth, "source": tables.SOURCE_FORM, "redirects": 0,
-                  "dst": urls, "anchor": [""] * len(urls)}
+    for bundle in request_bundles(emit):
         k, f = filter_bundle(bundle, url_filter)
+        if k and bundle.get("method"):
+            k["request_body"] = bundle["request_body"]   # one action URL: all kept or none
         if k:
             kept.append(k)
         if f:

@@ -4,7 +4,8 @@
 records what a WARC `request` and `response` record need and nothing the fetcher does not
 already hold:
 
-    request_line      "GET /path?q HTTP/1.1"
+    request_line      "GET /path?q HTTP/1.1" ("POST /path HTTP/1.1" for a deep-web POST)
+    request_body      the body sent (a POST's form-encoded fields), else None
     request_headers   [(name, value)] sent: Host first, then the session's and the request's
     status_line       "HTTP/1.1 200 OK", as received
     headers           [(name, value)] as received, in order, repeated names kept
@@ -50,8 +51,10 @@ def http_exchange(prep, resp, kept, body, cut, addresses=None) -> dict:
     if payload is None and body == b"" and kept is not None:
         payload = b""
     port = parts.port or (443 if parts.scheme == "https" else 80)
+    body = prep.body.encode("utf-8") if isinstance(prep.body, str) else prep.body
     return {
-        "request_line": f"GET {target} HTTP/1.1",
+        "request_line": f"{prep.method} {target} HTTP/1.1",
+        "request_body": body or None,       # a POST's form-encoded body, as sent
         "request_headers": request_headers,
         "status_line": _status_line(resp),
         "headers": _received_headers(resp),

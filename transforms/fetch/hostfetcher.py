@@ -25,6 +25,7 @@ from urllib.parse import urljoin
 import requests
 
 from schemas.tables import (
+    FAILED,
     FORBIDDEN_ADDRESS,
     HTTP_ERROR,
     NOT_MODIFIED,
@@ -32,6 +33,7 @@ from schemas.tables import (
     REDIRECT,
     ROBOTS_DENIED,
 )
+from transforms.fetch import post
 from transforms.fetch import robots as robotsmod
 from transforms.fetch.connection import (
     DialAdapter,
@@ -162,8 +164,11 @@ class HostFetcher(RobotsFetching):
 
     # -- one HTTP exchange
 
-    def _request(self, url: str, headers: dict | None, cap: int, keep_body: bool) -> Response | Failure:
+    def _request(self, url: str, headers: dict | None, cap: int, keep_body: bool,
+                 method: str = "GET", data: str | None = None) -> Response | Failure:
         cfg = self.config
+        if method != "GET":      # a POST on a new connection: a connect error means nothing was sent
+            self._adapter.poolmanager.clear()
         t0 = self.clock()
         m0 = time.monotonic()
         deadline_at = m0 + cfg.deadline
@@ -174,7 +179,8 @@ class HostFetcher(RobotsFetching):
                 # The adapter directly, not Session.send: even with allow_redirects=False
                 # a Session reads a 3xx body whole (unbounded, decoded) to look for the
                 # next hop. No cookie jar either: the crawler is stateless per request.
-                prep = self._session.prepare_request(requests.Request("GET", url, headers=headers))
+                prep = self._session.prepare_request(requests.Request(
+                    method, url, headers=headers, data=data.encode("utf-8") if data is not None else None))
                 resp = self._adapter.send(
                     prep, stream=True, verify=self._session.verify, cert=None, proxies={},
                     timeout=(min(cfg.connect_timeout, cfg.deadline), min(cfg.read_timeout, cfg.deadline)))
@@ -234,8 +240,12 @@ class HostFetcher(RobotsFetching):
             headers["If-None-Match"] = req.etag
         if req.last_modified:
             headers["If-Modified-Since"] = req.last_modified
+        method, data = "GET", None
+        if post.is_post(req.method):
+            method, data, headers = post.POST, req.body or "", post.headers()
         self._wait_turn(rnd)
-        out = self._request(req.url, headers or None, self.config.max_body, keep_body=True)
+        out = self._request(req.url, headers or None, self.config.max_body, keep_body=True,
+                            method=method, data=data)
         if isinstance(out, Failure):
             self._record(state, rnd, out, out.reason if out.outcome == TRANSIENT else None)
             return FetchResult(url=req.url, fp=req.fp, fetch_time=out.fetch_time,
@@ -337,6 +347,9 @@ class HostFetcher(RobotsFetching):
             _scheme, hostname, port = origin_port(req.url)
         except ValueError:
             return self._no_request(req, HTTP_ERROR, "bad_url")
+        is_post = post.is_post(req.method)
+        if is_post and not post.allowed(cfg.post_hosts, hostname, port):
+            return self._no_request(req, FAILED, "post_not_allowed")
         try:
             state.address = self._dial(hostname, port)
         except ForbiddenAddressError as e:
@@ -357,9 +370,13 @@ class HostFetcher(RobotsFetching):
                 rnd.not_before = self.clock() + res.retry_after
                 # the server said we were too fast: not that fast again this round
                 rnd.slow_down = max(rnd.slow_down, min(res.retry_after, cfg.max_crawl_delay))
+                if is_post:
+                    return post.settle(res)                # a POST is never sent twice
                 res = self._fetch_page(req, state, rnd)   # once, after the pause
             if res.reason == "retry_after":
                 rnd.paused_for = res.retry_after
+        if is_post:
+            return post.settle(res)   # not rendered either: a browser would GET the URL
         if self.renderer is not None and res.outcome == OK:   # --render: the DOM after scripts
             res = self.renderer.render_result(self, res, state, rnd)
         return res

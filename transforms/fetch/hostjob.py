@@ -11,7 +11,8 @@ from transforms.urls import canonical as urls_mod
 
 # Frontier columns a fetched page carries forward into its visited row and its links.
 CARRIED = ("fp", "url", "host", "depth", "discovered_round", "first_parent", "retries",
-           "redirects", "source", "inlinks", "topic_score", "topic_inherited", "depth_left")
+           "redirects", "source", "inlinks", "topic_score", "topic_inherited", "depth_left",
+           "method", "request_body")
 
 RESULT_FIELDS = ("fetch_time", "elapsed_ms", "outcome", "reason", "http_status", "content_type",
                  "content_type_header", "body", "truncated", "redirect_to", "etag",
@@ -47,8 +48,10 @@ def fetch_one_host(fetcher_factory, host, rows, state_row, progress=None):
     `progress`: a progress.FetchProgress told of the host and of each result."""
     state = fetcher_mod.HostState.from_row(state_row, host)
     # a revisit (incremental mode) carries the validators of its last visit: 304 if unchanged
+    # a deep-web POST submission carries its method and body (transforms/fetch/post.py)
     requests = [fetcher_mod.FetchRequest(url=r["url"], fp=r["fp"], etag=r.get("etag"),
-                                         last_modified=r.get("last_modified")) for r in rows]
+                                         last_modified=r.get("last_modified"), method=r.get("method"),
+                                         body=r.get("request_body")) for r in rows]
     by_fp = {r["fp"]: r for r in rows}
     if progress is not None:
         progress.host_started()

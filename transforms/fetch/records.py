@@ -23,6 +23,7 @@ Defaults (`FetchConfig`), in line with Nutch / StormCrawler / Heritrix:
 | host_budget               | None         | seconds one host may take in a round; after it no new request starts (remaining URLs TRANSIENT 'host_budget'); None = no limit |
 | conns_per_host            | 1            | connections to one host at once, each keeping delay_per_host between its requests; a robots Crawl-delay or a Retry-After forces 1 (`slots.py`) |
 | keep_http                 | False        | results carry the exchange as sent and received (`exchange.http_exchange`) for the WARC |
+| post_hosts                | ()           | hosts (host or host:port) a POST may be sent to (`post.py`); a POST elsewhere ends FAILED 'post_not_allowed' |
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class FetchConfig:
     keep_http: bool = False      # keep each exchange as sent/received for the WARC (exchange.py)
     conns_per_host: int = 1      # connection slots per host (slots.py); Crawl-delay forces 1
     render: RenderConfig = RenderConfig()   # JavaScript rendering (render.py, renderpolicy.py)
+    post_hosts: tuple[str, ...] = ()   # --deep_web_post_hosts: who may get a POST (post.py)
 
     def __post_init__(self):
         robotsmod.product_token(self.user_agent)          # fail early on a bad UA
@@ -83,6 +85,8 @@ class FetchRequest:
     fp: int
     etag: str | None = None
     last_modified: str | None = None
+    method: str | None = None        # "POST" for a deep-web form submission (post.py); None = GET
+    body: str | None = None          # its form-encoded body
 
 
 @dataclass

@@ -45,6 +45,7 @@ from transforms.page.boilerplate import BLOCKS_FOR_MINHASH
 from transforms.page.focus import FocusConfig, carry_redirect, focus_page
 from transforms.page.outcome import classify, robots_directives
 from transforms.urls import canonical as urls_mod
+from transforms.urls.request import request_key
 from transforms.urls.scope import UrlFilter
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -52,6 +53,7 @@ VISITED_FROM_PAGE = ("fp", "url", "host", "depth", "discovered_round", "first_pa
                      "fetch_time", "http_status", "content_type", "truncated", "elapsed_ms", "etag",
                      "last_modified", "source")
 RENDER_FROM_PAGE = ("rendered", "render_links")   # set only when rendering was tried (#19)
+POST_FROM_PAGE = ("method", "request_body")        # set only for a deep-web POST (#17)
 
 
 @dataclass(frozen=True)
@@ -207,7 +209,8 @@ def _deep_web(page, doc):
         own = page["url"].split("?", 1)[0]
         keep = [i for i, u in enumerate(doc.links) if u.split("?", 1)[0] != own]
         doc.links, doc.anchors = [doc.links[i] for i in keep], [doc.anchors[i] for i in keep]
-    return {"url": page["url"], "fp": page["fp"], "host": page.get("host"),
+    key = request_key(page["url"], page.get("method"), page.get("request_body"))   # a POST's own key
+    return {"url": key, "fp": page["fp"], "host": page.get("host"),
             "depth": int(page.get("depth") or 0), "forms": forms, "result": html.result,
             "words": forms_mod.page_words(doc.text) if forms else [],
             "links": doc.links[:500] if forms else []}
@@ -223,7 +226,7 @@ def page_fate(page: dict, config: PageConfig) -> PageFate:
     fate = PageFate(result=dict(fp=page["fp"], final=True))
     body = page.get("body") or b""
     visited = {k: page.get(k) for k in VISITED_FROM_PAGE}
-    visited.update({k: page[k] for k in RENDER_FROM_PAGE if page.get(k) is not None})
+    visited.update({k: page[k] for k in RENDER_FROM_PAGE + POST_FROM_PAGE if page.get(k) is not None})
     visited.update(round=config.round_no, outcome=outcome, reason=reason, bytes=len(body),
                    redirect_to=page.get("redirect_to"))
     if outcome == tables.FORBIDDEN_ADDRESS:   # refused by a setting: retried once it changes
@@ -234,6 +237,8 @@ def page_fate(page: dict, config: PageConfig) -> PageFate:
         if target:
             visited["redirect_to"] = target
             bundles.append(link_bundle(page, [target], [""], tables.SOURCE_REDIRECT))
+            if page.get("method") and page.get("http_status") in (307, 308):   # 301/302/303: GET
+                bundles[-1].update(method=page["method"], request_body=[page.get("request_body") or ""])
             if config.focus is not None:
                 carry_redirect(page, bundles[-1])
     elif outcome == tables.OK and body and page.get("source") == tables.SOURCE_SITEMAP_FILE:

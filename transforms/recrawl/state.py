@@ -162,8 +162,10 @@ def next_state(visited: pa.Table, prev_rows: dict, scores: dict, round_no: int, 
     a 304 is no change and costs no body (its last body size is counted as bytes saved)."""
     out, stats = [], {"revisited": 0, "not_modified": 0, "bytes_saved": 0, "changes_detected": 0}
     cols = ("fp", "url", "host", "outcome", "content_fp", "etag", "last_modified", "bytes",
-            "depth", "discovered_round", "source", "content_type")
+            "depth", "discovered_round", "source", "content_type", "method")
     for r in visited.select([c for c in cols if c in visited.column_names]).to_pylist():
+        if r.get("method"):
+            continue          # a deep-web POST is never revisited: that would resubmit it
         prev = prev_rows.get(r["fp"])
         ok = r.get("outcome") in KEEP_OUTCOMES
         if prev is None and not ok:

@@ -47,4 +47,5 @@ def frontier_as_candidates(frontier: pa.Table) -> pa.Table:
         frontier.column("first_parent"), pa.array([a[0] if a else None for a in anchors], pa.string()),
         frontier.column("source"), frontier.column("redirects"), frontier.column("lastmod"),
         col("topic_score"), col("topic_inherited"), col("depth_left"),
+        col("method"), col("request_body"),   # a POST stays a POST with its fp (deep web)
     ], schema=tables.CANDIDATES)

@@ -11,12 +11,14 @@ import pyarrow as pa
 from schemas import tables
 from schemas.tables import CANDIDATES, FILTERED_CANDIDATES
 from transforms.urls import canonical as urls_mod
+from transforms.urls import request
 
 
 def candidates_and_edges(bundles, round_no):
     """(CANDIDATES table, LINKS table) for a batch of page link bundles."""
     dst, anchor, src, src_fp, depth, source, redirects, lastmod = [], [], [], [], [], [], [], []
     topic_score, inherited, depth_left = [], [], []   # vertical crawling (page/focus.py)
+    method, body = [], []   # deep web: POST submissions (a bundle's `method`, one body per URL)
     for b in bundles:
         n = len(b["dst"])
         dst.extend(b["dst"])
@@ -32,9 +34,17 @@ def candidates_and_edges(bundles, round_no):
         topic_score.extend(ts if ts is not None else [None] * n)
         inherited.extend([b.get("topic_inherited")] * n)
         depth_left.extend([b.get("depth_left")] * n)
+        method.extend([b.get("method")] * n)
+        rb = b.get("request_body")
+        body.extend(rb if rb is not None else [None] * n)
     if not dst:
         return CANDIDATES.empty_table(), tables.LINKS.empty_table()
     dst_fp = urls_mod.fingerprints(dst)
+    posts = [i for i, m in enumerate(method) if m]
+    if posts:   # a POST's fingerprint is its request's: method, URL and body (urls/request.py)
+        dst_fp = dst_fp.copy()
+        dst_fp[posts] = request.request_fingerprints([dst[i] for i in posts], [method[i] for i in posts],
+                                                     [body[i] for i in posts])
     src_fp = np.concatenate(src_fp)
     hosts = [urls_mod.host_key(u) for u in dst]
     cand = pa.Table.from_arrays([
@@ -43,7 +53,7 @@ def candidates_and_edges(bundles, round_no):
         pa.array(src, pa.string()), pa.array(anchor, pa.string()), pa.array(source, pa.string()),
         pa.array(np.concatenate(redirects), pa.int32()), pa.array(lastmod, pa.float64()),
         pa.array(topic_score, pa.float64()), pa.array(inherited, pa.float64()),
-        pa.array(depth_left, pa.int32()),
+        pa.array(depth_left, pa.int32()), pa.array(method, pa.string()), pa.array(body, pa.string()),
     ], schema=CANDIDATES)
     is_edge = np.array([s in (tables.SOURCE_LINK, tables.SOURCE_REDIRECT) for s in source]) & (src_fp != 0)
     e = cand.filter(pa.array(is_edge))

@@ -195,6 +195,7 @@ def merge_bucket(frontier_parts, seen_parts, result_parts, candidate_parts, filt
                 pa.nulls(n, pa.string()), pa.array(np.zeros(n)), pa.array(np.zeros(n)),
                 fresh.column("lastmod"), fresh.column("redirects").fill_null(0),
                 *(fresh.column(name) for name in FOCUS_COLUMNS),
+                fresh.column("method"), fresh.column("request_body"),   # deep web POSTs
             ], schema=tables.FRONTIER)
         stats["new_urls"] = n
         stats["links_to_pending"] = int(known.sum())

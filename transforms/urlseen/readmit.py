@@ -16,10 +16,11 @@ import pyarrow.compute as pc
 from schemas import tables
 from schemas.tables import CANDIDATES, FILTERED_CANDIDATES
 from transforms.urls import canonical as urls_mod
+from transforms.urls import request
 
 # the columns a refusal row is re-read with, per seen table
 COLUMNS = {
-    "visited": ("fp", "url", "depth", "first_parent", "source", "refused_by"),
+    "visited": ("fp", "url", "depth", "first_parent", "source", "refused_by", "method", "request_body"),
     "filtered": ("fp", "url", "depth", "first_parent", "source", "refused_by"),
 }
 
@@ -42,6 +43,9 @@ def readmission(rows: pa.Table, url_filter):
     urls = rows.column("url").to_pylist()
     depth = rows.column("depth").fill_null(0).to_pylist()
     parent = rows.column("first_parent").to_pylist()
+    # a refused deep-web POST comes back as the same POST (its fingerprint is its request's)
+    method, body = ([rows.column(c).to_pylist() if c in rows.column_names else [None] * n
+                     for c in ("method", "request_body")])
     source = [s or (tables.SOURCE_SEED if p is None else tables.SOURCE_LINK)
               for s, p in zip(rows.column("source").to_pylist(), parent)]
     reasons = url_filter.reasons(urls, depth)
@@ -55,14 +59,16 @@ def readmission(rows: pa.Table, url_filter):
 
     k = len(keep)
     cand = pa.Table.from_arrays([
-        pa.array(urls_mod.fingerprints(pick(urls, keep)) if k else [], pa.int64()),
+        pa.array(request.request_fingerprints(pick(urls, keep), pick(method, keep), pick(body, keep))
+                 if k else [], pa.int64()),
         pa.array(pick(urls, keep), pa.string()),
         pa.array([urls_mod.host_key(u) for u in pick(urls, keep)], pa.string()),
         pa.array(pick(depth, keep), pa.int32()), pa.array(np.zeros(k, np.int64)),
         pa.array(pick(parent, keep), pa.string()), pa.array([""] * k, pa.string()),
         pa.array(pick(source, keep), pa.string()), pa.array(np.zeros(k, np.int32)),
         pa.nulls(k, pa.float64()), pa.nulls(k, pa.float64()), pa.nulls(k, pa.float64()),
-        pa.nulls(k, pa.int32()),
+        pa.nulls(k, pa.int32()), pa.array(pick(method, keep), pa.string()),
+        pa.array(pick(body, keep), pa.string()),
     ], schema=CANDIDATES)
     d = len(drop)
     refused = pa.Table.from_arrays([
