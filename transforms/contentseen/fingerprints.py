@@ -66,7 +66,6 @@ DUPLICATES = pa.schema([
 
 NEAR_PAIRS = ("fp", "url", "round", "of_fp", "of_url", "of_round", "jaccard")
 
-_WS = re.compile(rb"[ \t\r\n\f\v]+")
 _CANONICAL = re.compile(rb"<link\b[^>]*\brel\s*=\s*[\"']?canonical\b[^>]*>", re.IGNORECASE)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -96,8 +95,27 @@ def normalise_body(body: bytes, url: str | None) -> bytes:
     if url:
         host = _host_of(url).encode("ascii", "ignore")
         if host:
-            body = re.sub(re.escape(host), b"\x00HOST\x00", body, flags=re.IGNORECASE)
-    return _WS.sub(b" ", body).strip()
+            body = _replace_ascii_ci(body, host, b"\x00HOST\x00")
+    # bytes.split() splits on ASCII whitespace [ \t\r\n\f\v]: runs -> one space, ends stripped
+    return b" ".join(body.split())
+
+
+def _replace_ascii_ci(data: bytes, needle: bytes, rep: bytes) -> bytes:
+    """`data` with every non-overlapping ASCII-case-insensitive occurrence of `needle` (left
+    to right) replaced by `rep` (what re.sub(re.escape(needle), rep, data, flags=re.I) does
+    on bytes; bytes.lower() keeps positions, it only maps A-Z)."""
+    low, n = data.lower(), needle.lower()
+    i = low.find(n)
+    if i < 0:
+        return data
+    out, start = [], 0
+    while i >= 0:
+        out.append(data[start:i])
+        out.append(rep)
+        start = i + len(n)
+        i = low.find(n, start)
+    out.append(data[start:])
+    return b"".join(out)
 
 
 def body_fingerprint(body: bytes, url: str | None = None) -> int:
