@@ -1,0 +1,111 @@
+"""The page step made cheaper (issue #12) keeps its results: main-content blocks, links and
+scope decisions are those of the straightforward implementations they replace (kept here as
+references), on generated markup and on the simulated web's pages."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lxml import etree
+
+from transforms.page import maintext
+from transforms.page import parse as parse_mod
+
+
+# ---------------------------------------------------------------- main-content blocks
+def reference_main_blocks(root) -> list[str]:
+    """main_blocks as it was written first: iterwalk start/end events."""
+    blocks, run = [], []
+
+    def flush():
+        if run:
+            t = " ".join(" ".join(run).split())
+            run.clear()
+            if t:
+                blocks.append(t)
+
+    walk = etree.iterwalk(root, events=("start", "end"))
+    skipped = None
+    for event, el in walk:
+        tag = el.tag
+        if not isinstance(tag, str):
+            if event == "end" and el.tail and skipped is None:
+                run.append(el.tail)
+            continue
+        if event == "start":
+            if el is not root and maintext.is_chrome(el):
+                skipped = el
+                walk.skip_subtree()
+                continue
+            if tag not in maintext.INLINE_TAGS:
+                flush()
+            if el.text:
+                run.append(el.text)
+        else:
+            if el is skipped:
+                skipped = None
+            elif tag not in maintext.INLINE_TAGS:
+                flush()
+            if el.tail and el is not root:
+                run.append(el.tail)
+    flush()
+    return blocks
+
+
+TAGS = ["div", "p", "li", "ul", "td", "h1", "section", "main", "article", "span", "a", "b", "code",
+        "em", "img", "br", "nav", "header", "footer", "aside", "menu", "table", "tr"]
+ATTRS = ["", " class='x'", " class='SideBar other'", " class='toc'", " role=navigation",
+         " role=' Banner '", " role=main", " hidden", " aria-hidden=true", " aria-hidden=' TRUE'",
+         " aria-hidden=false", " href='/x'", " id=a", " class=''"]
+TEXTS = ["", " ", "word", "two words", "  spaced \n out\t", "é ü", "\u00a0nbsp\u00a0"]
+
+
+@st.composite
+def markup(draw, depth=0):
+    parts = []
+    for _ in range(draw(st.integers(0, 4 if depth < 4 else 0))):
+        tag = draw(st.sampled_from(TAGS))
+        inner = draw(markup(depth + 1))
+        parts.append(f"<{tag}{draw(st.sampled_from(ATTRS))}>{draw(st.sampled_from(TEXTS))}"
+                     f"{inner}</{tag}>{draw(st.sampled_from(TEXTS))}")
+    return "".join(parts)
+
+
+def _body(html: str):
+    root = etree.fromstring(("<html><body>" + html + "</body></html>").encode(), parse_mod._parser())
+    return root.find("body") if root.find("body") is not None else root
+
+
+@settings(max_examples=200, deadline=None)
+@given(markup(), st.sampled_from(TEXTS))
+def test_main_blocks_are_the_iterwalk_blocks(html, lead):
+    body = _body(lead + html)
+    assert maintext.main_blocks(body) == reference_main_blocks(body)
+    for el in body.iter():   # any subtree as the root (the root itself is never chrome)
+        assert maintext.main_blocks(el) == reference_main_blocks(el)
+
+
+def test_main_blocks_examples():
+    body = _body("<div class='main'>a<span>b</span>c<p>d<b>e</b></p>f<nav>n</nav>g<div hidden>h</div>"
+                 "i</div><ul><li>one</li><li> two <a href=x>link</a></li></ul><p></p><p> </p>")
+    assert maintext.main_blocks(body) == ["a b c", "d e", "f g i", "one", "two link"]
+    deep = _body("<div>" * 200 + "deep" + "</div>" * 200)
+    assert maintext.main_blocks(deep) == ["deep"]
+
+
+@pytest.mark.parametrize("web", ["small", "bighosts"])
+def test_main_blocks_on_simweb_pages(web):
+    from tests.simweb.model import build_web
+    w = build_web(web, 1, port=8080)
+    n = 0
+    for i in range(0, len(w.paths), max(1, len(w.paths) // 150)):
+        r = w.respond(w.hosts[w.page_host[i]], w.paths[i])
+        if r.status != 200 or b"<html" not in r.body[:200].lower():
+            continue
+        text, _ = parse_mod.decode_body(r.body, dict((k.lower(), v) for k, v in r.headers).get("content-type"))
+        root = etree.fromstring(text.encode(), parse_mod._parser())
+        etree.strip_elements(root, "script", "style", "noscript", "template", with_tail=False)
+        body = root.find("body") if root.find("body") is not None else root
+        assert maintext.main_blocks(body) == reference_main_blocks(body)
+        n += 1
+    assert n > 50
