@@ -109,3 +109,19 @@ def test_main_blocks_on_simweb_pages(web):
         assert maintext.main_blocks(body) == reference_main_blocks(body)
         n += 1
     assert n > 50
+
+
+# ---------------------------------------------------------------- links of a page
+_HREFS = st.sampled_from(["a", "../b", "/c?d=1", "#top", "", "  x\t", "//h.example/p", "HTTP://H.example",
+                          "javascript:void(0)", "mailto:a@b", "http://[x/", "data:,x", "%7e/%2f",
+                          "http://u:p@h.example/?", "?", "ä/ö?ü#é", "\\\\h.example\\p", "http:x", "ftp://f/"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["http://h.example/a/b.html", "https://H.example:8443/x/?q", "not a base",
+                        b"http://h.example/dir/"]),
+       st.lists(_HREFS | st.text(max_size=12), max_size=30))
+def test_classify_many_is_classify_of_each_href(base, hrefs):
+    from transforms.urls.canonical import classify, classify_many
+    hrefs = hrefs + hrefs[::2]   # repeated hrefs are resolved once: same answers
+    assert classify_many(base, hrefs) == [classify(base, h) for h in hrefs]
