@@ -82,7 +82,19 @@ def test_main_blocks_are_the_iterwalk_blocks(html, lead):
     body = _body(lead + html)
     assert maintext.main_blocks(body) == reference_main_blocks(body)
     for el in body.iter():   # any subtree as the root (the root itself is never chrome)
-        assert maintext.main_blocks(el) == reference_main_blocks(el)
+        blocks, text = maintext.blocks_and_text(el)
+        assert blocks == reference_main_blocks(el)
+        assert text == " ".join(" ".join(el.itertext()).split())
+
+
+@settings(max_examples=100, deadline=None)
+@given(markup(), st.sampled_from(["<!-- c -->", "<?pi x?>", "<!--c-->tail"]))
+def test_text_of_the_walk_is_itertext_also_with_comments(html, extra):
+    parser = etree.HTMLParser(remove_comments=False, remove_pis=False)
+    root = etree.fromstring(f"<html><body>{extra}{html}{extra}</body></html>".encode(), parser)
+    for el in root.iter():
+        if isinstance(el.tag, str):
+            assert maintext.blocks_and_text(el)[1] == " ".join(" ".join(el.itertext()).split())
 
 
 def test_main_blocks_examples():

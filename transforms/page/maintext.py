@@ -57,7 +57,13 @@ def _block(parts: list[str]) -> str:
 
 def main_blocks(root) -> list[str]:
     """Text blocks of the main content under `root` (an lxml element, e.g. ``<body>``):
-    chrome subtrees skipped, one block per block-level element's own text run.
+    chrome subtrees skipped, one block per block-level element's own text run."""
+    return blocks_and_text(root)[0]
+
+
+def blocks_and_text(root) -> tuple[list[str], str]:
+    """(main_blocks(root), all text of `root` whitespace-collapsed): the second is
+    ``" ".join(" ".join(root.itertext()).split())`` (chrome included), read in the same walk.
 
     A depth-first walk over the children lists with an explicit stack (no recursion limit,
     no per-node events): a block-level element ends the run before it and the run at its
@@ -66,28 +72,36 @@ def main_blocks(root) -> list[str]:
     of elements with an attribute it reads."""
     blocks: list[str] = []
     run: list[str] = []
-    append = run.append
+    every: list[str] = []     # every text node, in itertext's order
+    append, keep = run.append, every.append
     inline, chrome_tags, chrome_attrs = INLINE_TAGS, CHROME_TAGS, _CHROME_ATTRS
     if root.text:
         append(root.text)
+        keep(root.text)
     stack = [(root, iter(root), root.tag not in inline)]   # (element, its children, block?)
     while stack:
         parent, children, block = stack[-1]
         for el in children:
             tag = el.tag
-            if tag.__class__ is not str or tag in chrome_tags:   # comment / PI / chrome
-                if el.tail:
-                    append(el.tail)
+            if tag.__class__ is not str:   # comment / PI: only its tail
+                tail = el.tail
+                if tail:
+                    append(tail)
+                    keep(tail)
                 continue
-            keys = el.keys()
-            if keys and not chrome_attrs.isdisjoint(keys) and is_chrome(el):
-                if el.tail:
-                    append(el.tail)
+            if tag in chrome_tags or ((keys := el.keys()) and not chrome_attrs.isdisjoint(keys)
+                                      and is_chrome(el)):
+                every.extend(el.itertext())   # chrome: in the text, not in the blocks
+                tail = el.tail
+                if tail:
+                    append(tail)
+                    keep(tail)
                 continue
             text = el.text
             if tag in inline:
                 if text:
                     append(text)
+                    keep(text)
                 if len(el):
                     stack.append((el, iter(el), False))
                     break
@@ -97,17 +111,21 @@ def main_blocks(root) -> list[str]:
                     run.clear()
                     if t:
                         blocks.append(t)
-                if len(el):
-                    if text:
+                if text:
+                    keep(text)
+                    if len(el):
                         append(text)
+                    else:   # a leaf block: its text is its block
+                        t = " ".join(text.split())
+                        if t:
+                            blocks.append(t)
+                if len(el):
                     stack.append((el, iter(el), True))
                     break
-                if text:   # a leaf block: its text is its block
-                    t = " ".join(text.split())
-                    if t:
-                        blocks.append(t)
-            if el.tail:
-                append(el.tail)
+            tail = el.tail
+            if tail:
+                append(tail)
+                keep(tail)
         else:   # all children done: leave `parent`
             stack.pop()
             if block and run:
@@ -115,10 +133,13 @@ def main_blocks(root) -> list[str]:
                 run.clear()
                 if t:
                     blocks.append(t)
-            if stack and parent.tail:
-                append(parent.tail)
+            if stack:
+                tail = parent.tail
+                if tail:
+                    append(tail)
+                    keep(tail)
     if run:
         t = _block(run)
         if t:
             blocks.append(t)
-    return blocks
+    return blocks, _block(every)
