@@ -137,3 +137,22 @@ def test_classify_many_is_classify_of_each_href(base, hrefs):
     from transforms.urls.canonical import classify, classify_many
     hrefs = hrefs + hrefs[::2]   # repeated hrefs are resolved once: same answers
     assert classify_many(base, hrefs) == [classify(base, h) for h in hrefs]
+
+
+# ---------------------------------------------------------------- block fingerprints hashed once
+def test_block_fps_carried_by_the_visited_row_give_the_same_template_and_text():
+    from transforms.page import boilerplate as bp
+    from transforms.page.fate import PageConfig, page_fate
+    page = {"fp": 1, "url": "http://h.example/a", "host": "h.example", "depth": 0, "source": "link",
+            "outcome": "ok", "http_status": 200, "content_type": "text/html", "fetch_time": 1.0,
+            "body": b"<html><body><p>shared block of the site</p><p>own words of this page here</p>"
+                    b"<p>and more of them</p><nav>menu</nav></body></html>"}
+    row = page_fate(page, PageConfig(round_no=1, now=1.0)).visited
+    blocks, fps = row[bp.BLOCKS_FOR_MINHASH], row[bp.BLOCK_FPS]
+    assert fps == [bp.block_fp(b) for b in blocks] and len(blocks) == 3
+    assert bp.page_block_fps(blocks, fps) == bp.page_block_fps(blocks)
+    template = frozenset([bp.block_fp("shared block of the site")])
+    signed = bp.sign_text(row, template, "_text")
+    assert signed["_text"] == "own words of this page here and more of them" == bp.content_text(blocks, template)
+    assert bp.BLOCK_FPS not in signed and bp.BLOCKS_FOR_MINHASH not in signed
+    assert bp.sign_text(row, frozenset(), "_text")["_text"] == " ".join(blocks)
