@@ -113,6 +113,9 @@ def filter_bundle(bundle, url_filter):
     reasons = url_filter.reasons(urls, [bundle["depth"]] * len(urls))
     if bundle.get("source") == tables.SOURCE_SITEMAP_FILE:
         reasons = [None if r == "extension" else r for r in reasons]
+    if not any(reasons) and type(urls) is list and type(bundle.get("anchor")) is list \
+            and len(bundle["anchor"]) == len(urls) and urls:
+        return bundle, None   # all kept (the common case): the bundle as it is, no copies
     keep = [i for i, r in enumerate(reasons) if r is None]
     kept = filtered = None
     if keep:

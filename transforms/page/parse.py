@@ -226,7 +226,12 @@ def _parse(text, charset, url, honour_nofollow, ignore_meta_nofollow, ua_token, 
                     nofollow += 1
                     continue
             if tag == "a":
-                raw.append((href, _anchor_text(el)))
+                t = None if len(el) else el.text   # the common case of _anchor_text, inline
+                if t:
+                    t = " ".join(t.split())
+                    if len(t) > MAX_ANCHOR_CHARS:
+                        t = t[:MAX_ANCHOR_CHARS]
+                raw.append((href, t or _anchor_text(el)))
             else:
                 raw.append((href, _collapse(el.get("alt") or el.get("title"))[:MAX_ANCHOR_CHARS]))
         elif tag == "iframe" or tag == "frame":
