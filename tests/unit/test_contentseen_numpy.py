@@ -1,6 +1,6 @@
-"""Content-seen fingerprints made faster (issue #12) give what the stored crawls hold: the numpy
-MinHash is datasketch's, bit for bit, and the body fingerprint is the one the regular expressions gave, so pages
-signed before stay comparable with pages signed after it."""
+"""Content-seen's fingerprints made faster (issue #12) are the ones stored crawls hold: the
+numpy MinHash gives datasketch's signatures bit for bit, and the body fingerprint without
+regular expressions gives the content_fp they gave, so pages signed before and after compare."""
 import random
 import re
 
