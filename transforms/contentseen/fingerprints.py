@@ -19,8 +19,8 @@ Fingerprints (per page; the page step computes them and VISITED stores them)
   collapsed (a blake2b-8 of the collapsed text's UTF-8 bytes).
   -> ``text_fp``.
 - ``minhash_signatures(texts, num_perm=128, shingle=2, seed=1) -> uint32[n, num_perm]``:
-  datasketch MinHash (``MinHash.bulk``) over lower-cased word ``shingle``-grams of the
-  visible text; ``signature_column`` makes the Arrow column ``minhash`` (list<uint32>),
+  datasketch's MinHash (``scheme="affine32"``, its default since 2.0), computed for a batch
+  with numpy, over lower-cased word ``shingle``-grams of the visible text; ``signature_column`` makes the Arrow column ``minhash`` (list<uint32>),
   null for a page with fewer than ``MIN_WORDS`` words (never a near-duplicate).
   Column to add to VISITED: ``MINHASH_FIELD = ("minhash", list<uint32>)``.
 - ``lsh_key_column(sigs, has) -> list<int64>``: the ``band_keys`` of each signature with
@@ -66,7 +66,6 @@ DUPLICATES = pa.schema([
 
 NEAR_PAIRS = ("fp", "url", "round", "of_fp", "of_url", "of_round", "jaccard")
 
-_WS = re.compile(rb"[ \t\r\n\f\v]+")
 _CANONICAL = re.compile(rb"<link\b[^>]*\brel\s*=\s*[\"']?canonical\b[^>]*>", re.IGNORECASE)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -96,8 +95,27 @@ def normalise_body(body: bytes, url: str | None) -> bytes:
     if url:
         host = _host_of(url).encode("ascii", "ignore")
         if host:
-            body = re.sub(re.escape(host), b"\x00HOST\x00", body, flags=re.IGNORECASE)
-    return _WS.sub(b" ", body).strip()
+            body = _replace_ascii_ci(body, host, b"\x00HOST\x00")
+    # bytes.split() splits on ASCII whitespace [ \t\r\n\f\v]: runs -> one space, ends stripped
+    return b" ".join(body.split())
+
+
+def _replace_ascii_ci(data: bytes, needle: bytes, rep: bytes) -> bytes:
+    """`data` with every non-overlapping ASCII-case-insensitive occurrence of `needle` (left
+    to right) replaced by `rep` (what re.sub(re.escape(needle), rep, data, flags=re.I) does
+    on bytes; bytes.lower() keeps positions, it only maps A-Z)."""
+    low, n = data.lower(), needle.lower()
+    i = low.find(n)
+    if i < 0:
+        return data
+    out, start = [], 0
+    while i >= 0:
+        out.append(data[start:i])
+        out.append(rep)
+        start = i + len(n)
+        i = low.find(n, start)
+    out.append(data[start:])
+    return b"".join(out)
 
 
 def body_fingerprint(body: bytes, url: str | None = None) -> int:
@@ -111,27 +129,86 @@ def text_fingerprint(text: str) -> int:
 
 
 # --------------------------------------------------------------------------- MinHash
-def shingles(text: str, k: int = SHINGLE) -> list:
-    """Distinct lower-cased word k-grams of text, as UTF-8 bytes (the MinHash input)."""
-    ws = _WORD.findall((text or "").lower())
+_WORD_ASCII = re.compile(rb"\w+")   # on ASCII text the same words as _WORD
+_SHA1 = hashlib.sha1
+_CHUNK = 8192          # shingles per permutation block: 128 x 8192 uint32 = 4 MiB
+
+
+def _shingle_set(text: str, k: int = SHINGLE) -> set | list:
+    """Distinct lower-cased word k-grams of text as UTF-8 bytes ([] below MIN_WORDS words)."""
+    t = (text or "").lower()
+    if t.isascii():   # \w on ASCII is [A-Za-z0-9_] for str and bytes alike: no per-word encode
+        ws = _WORD_ASCII.findall(t.encode("ascii"))
+    else:             # UTF-8 is concatenative: b" ".join(encoded words) == " ".join(words).encode()
+        ws = [w.encode("utf-8") for w in _WORD.findall(t)]
     if len(ws) < MIN_WORDS:
         return []
     if len(ws) < k:
-        return [" ".join(ws).encode("utf-8")]
-    return list({" ".join(ws[i:i + k]).encode("utf-8") for i in range(len(ws) - k + 1)})
+        return [b" ".join(ws)]
+    if k == 2:
+        return set(map(b" ".join, zip(ws, ws[1:])))
+    return set(map(b" ".join, zip(*(ws[i:] for i in range(k)))))
+
+
+def shingles(text: str, k: int = SHINGLE) -> list:
+    """Distinct lower-cased word k-grams of text, as UTF-8 bytes (the MinHash input)."""
+    return list(_shingle_set(text, k))
+
+
+def permutations(num_perm: int = NUM_PERM, seed: int = SEED) -> tuple[np.ndarray, np.ndarray]:
+    """(a, b) uint32[num_perm]: the affine permutations h -> a*h + b mod 2^32 of datasketch's
+    `MinHash(num_perm, seed, scheme="affine32")` (drawn the same way from the same seed)."""
+    gen = np.random.RandomState(seed)
+    a = gen.randint(0, 1 << 31, num_perm, dtype=np.uint32) * np.uint32(2) + np.uint32(1)
+    b = gen.randint(0, 1 << 32, num_perm, dtype=np.uint32)
+    return a, b
+
+
+def _fmix32(h: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 32-bit finaliser (datasketch's pre-mix of the affine32 scheme), in place."""
+    h ^= h >> np.uint32(16)
+    h *= np.uint32(0x85EBCA6B)
+    h ^= h >> np.uint32(13)
+    h *= np.uint32(0xC2B2AE35)
+    h ^= h >> np.uint32(16)
+    return h
 
 
 def minhash_signatures(texts, num_perm: int = NUM_PERM, shingle: int = SHINGLE,
                        seed: int = SEED) -> tuple[np.ndarray, np.ndarray]:
-    """(uint32[n, num_perm] signatures, bool[n] has_signature) of texts (datasketch MinHash)."""
-    from datasketch import MinHash
-    sh = [shingles(t, shingle) for t in texts]
-    has = np.array([bool(s) for s in sh], dtype=bool)
+    """(uint32[n, num_perm] signatures, bool[n] has_signature) of texts.
+
+    Bit for bit datasketch's `MinHash(num_perm, seed, scheme="affine32")` updated with
+    `shingles(text)` (sha1_hash32 of each shingle, fmix32, a*h + b mod 2^32, minimum), but
+    for the whole batch at once: one sha1 per distinct shingle, the permutations applied
+    to blocks of the batch's hashes as one numpy product and the minimum per page taken
+    with `np.minimum.reduceat`. Rows without a signature are all 0xFFFFFFFF.
+    """
+    sh = [_shingle_set(t, shingle) for t in texts]
+    counts = np.fromiter(map(len, sh), np.int64, len(sh))
+    has = counts > 0
     sigs = np.full((len(sh), num_perm), np.uint32(0xFFFFFFFF), dtype=np.uint32)
-    idx = np.flatnonzero(has)
-    if len(idx):
-        mhs = MinHash.bulk([sh[i] for i in idx], num_perm=num_perm, seed=seed)
-        sigs[idx] = np.stack([m.hashvalues for m in mhs]).astype(np.uint32)
+    rows = np.flatnonzero(has)
+    if not len(rows):
+        return sigs, has
+    sha1 = _SHA1
+    digests = b"".join([sha1(s).digest() for ss in sh for s in ss])
+    hv = np.frombuffer(digests, np.uint8).reshape(-1, 20)[:, :4].copy().view("<u4").ravel()
+    hv = _fmix32(hv.astype(np.uint32))
+    a, b = permutations(num_perm, seed)
+    a, b = a[:, None], b[:, None]
+    ends = np.cumsum(counts[rows])
+    starts = ends - counts[rows]
+    total = int(ends[-1])
+    for c0 in range(0, total, _CHUNK):
+        c1 = min(total, c0 + _CHUNK)
+        lo = int(np.searchsorted(ends, c0, "right"))    # pages overlapping [c0, c1)
+        hi = int(np.searchsorted(starts, c1, "left"))
+        block = a * hv[c0:c1]
+        block += b
+        part = np.minimum.reduceat(block, np.maximum(starts[lo:hi], c0) - c0, axis=1).T
+        r = rows[lo:hi]
+        sigs[r] = np.minimum(sigs[r], part)
     return sigs, has
 
 

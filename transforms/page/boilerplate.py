@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 
 BLOCKS_FOR_MINHASH = "_blocks"   # visited-row key carrying the page's main-content blocks
+BLOCK_FPS = "_block_fps"         # ... and their block_fp, in order (hashed once, by the page step)
 MIN_PAGES = 5
 SHARE = 0.5
 
@@ -35,9 +36,15 @@ def block_fp(text: str) -> int:
                           "little", signed=True)
 
 
-def page_block_fps(blocks) -> tuple[int, ...]:
-    """Distinct block fingerprints of one page, sorted (the page's key for counting)."""
-    return tuple(sorted({block_fp(b) for b in blocks}))
+def block_fps(blocks) -> list[int]:
+    """block_fp of each block, in order."""
+    return [block_fp(b) for b in blocks]
+
+
+def page_block_fps(blocks, fps=None) -> tuple[int, ...]:
+    """Distinct block fingerprints of one page, sorted (the page's key for counting);
+    `fps`: the blocks' block_fps when already known."""
+    return tuple(sorted(set(fps if fps is not None else map(block_fp, blocks))))
 
 
 class BlockCounts:
@@ -79,11 +86,13 @@ def host_template(pages_blocks, min_pages: int = MIN_PAGES, share: float = SHARE
     return acc.template(min_pages, share)
 
 
-def content_text(blocks, template) -> str:
-    """The page's text for MinHash: its blocks that are not the host's template, joined."""
+def content_text(blocks, template, fps=None) -> str:
+    """The page's text for MinHash: its blocks that are not the host's template, joined
+    (`fps`: the blocks' block_fps when already known)."""
     if not template:
         return " ".join(blocks)
-    return " ".join(b for b in blocks if block_fp(b) not in template)
+    return " ".join(b for b, f in zip(blocks, fps if fps is not None else map(block_fp, blocks))
+                    if f not in template)
 
 
 def sign_text(row: dict, template, text_key: str) -> dict:
@@ -92,5 +101,6 @@ def sign_text(row: dict, template, text_key: str) -> dict:
     if BLOCKS_FOR_MINHASH not in row:
         return row
     row = dict(row)
-    row[text_key] = content_text(row.pop(BLOCKS_FOR_MINHASH), template)
+    fps = row.pop(BLOCK_FPS, None)
+    row[text_key] = content_text(row.pop(BLOCKS_FOR_MINHASH), template, fps)
     return row

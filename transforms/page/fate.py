@@ -41,7 +41,7 @@ from transforms.page import forms as forms_mod
 from transforms.page import sitemaps as sitemaps_mod
 from transforms.page.formats import ParseLimits, parse_document
 from transforms.page.formats import sniff as sniff_mod
-from transforms.page.boilerplate import BLOCKS_FOR_MINHASH
+from transforms.page.boilerplate import BLOCK_FPS, BLOCKS_FOR_MINHASH, block_fps
 from transforms.page.focus import FocusConfig, carry_redirect, focus_page
 from transforms.page.outcome import classify, robots_directives
 from transforms.urls import canonical as urls_mod
@@ -115,6 +115,9 @@ def filter_bundle(bundle, url_filter):
     reasons = url_filter.reasons(urls, [bundle["depth"]] * len(urls))
     if bundle.get("source") == tables.SOURCE_SITEMAP_FILE:
         reasons = [None if r == "extension" else r for r in reasons]
+    if not any(reasons) and type(urls) is list and type(bundle.get("anchor")) is list \
+            and len(bundle["anchor"]) == len(urls) and urls:
+        return bundle, None   # all kept (the common case): the bundle as it is, no copies
     keep = [i for i, r in enumerate(reasons) if r is None]
     kept = filtered = None
     if keep:
@@ -173,6 +176,7 @@ def _document(page, doc, body, reason, visited, config, filtered):
         visited["reason"] = f"{reason}; {doc.reason}" if reason else doc.reason
     if config.minhash:  # host template dropped, then signed in batches by visited_table
         visited[BLOCKS_FOR_MINHASH] = doc.blocks
+        visited[BLOCK_FPS] = block_fps(doc.blocks)   # hashed once: host template and signing
     bundles = []
     if "nofollow" not in flags or config.ignore_meta_nofollow:
         if doc.links:

@@ -20,8 +20,6 @@ fingerprint (content_fp, exact duplicates) are unchanged by any of this.
 """
 from __future__ import annotations
 
-from lxml import etree
-
 CHROME_TAGS = frozenset(["nav", "header", "footer", "aside", "menu"])
 CHROME_ROLES = frozenset(["navigation", "banner", "contentinfo", "complementary", "menu",
                           "menubar", "search", "toolbar", "tablist"])
@@ -50,42 +48,98 @@ def is_chrome(el) -> bool:
     return bool(cls) and any(c in CHROME_CLASSES for c in cls.lower().split())
 
 
+_CHROME_ATTRS = frozenset(["role", "hidden", "aria-hidden", "class"])   # what is_chrome reads
+
+
+def _block(parts: list[str]) -> str:
+    return " ".join(" ".join(parts).split())
+
+
 def main_blocks(root) -> list[str]:
     """Text blocks of the main content under `root` (an lxml element, e.g. ``<body>``):
     chrome subtrees skipped, one block per block-level element's own text run."""
+    return blocks_and_text(root)[0]
+
+
+def blocks_and_text(root) -> tuple[list[str], str]:
+    """(main_blocks(root), all text of `root` whitespace-collapsed): the second is
+    ``" ".join(" ".join(root.itertext()).split())`` (chrome included), read in the same walk.
+
+    A depth-first walk over the children lists with an explicit stack (no recursion limit,
+    no per-node events): a block-level element ends the run before it and the run at its
+    end; an inline element, a skipped chrome subtree, a comment or a processing
+    instruction does not (their tails join the run around them). `is_chrome` is asked only
+    of elements with an attribute it reads."""
     blocks: list[str] = []
     run: list[str] = []
-
-    def flush():
-        if run:
-            t = " ".join(" ".join(run).split())
-            run.clear()
-            if t:
-                blocks.append(t)
-
-    walk = etree.iterwalk(root, events=("start", "end"))
-    skipped = None            # the chrome element whose subtree is being skipped
-    for event, el in walk:
-        tag = el.tag
-        if not isinstance(tag, str):   # comments / processing instructions: only a tail
-            if event == "end" and el.tail and skipped is None:
-                run.append(el.tail)
-            continue
-        if event == "start":
-            if el is not root and is_chrome(el):
-                skipped = el
-                walk.skip_subtree()
+    every: list[str] = []     # every text node, in itertext's order
+    append, keep = run.append, every.append
+    inline, chrome_tags, chrome_attrs = INLINE_TAGS, CHROME_TAGS, _CHROME_ATTRS
+    if root.text:
+        append(root.text)
+        keep(root.text)
+    stack = [(root, iter(root), root.tag not in inline)]   # (element, its children, block?)
+    while stack:
+        parent, children, block = stack[-1]
+        for el in children:
+            tag = el.tag
+            if tag.__class__ is not str:   # comment / PI: only its tail
+                tail = el.tail
+                if tail:
+                    append(tail)
+                    keep(tail)
                 continue
-            if tag not in INLINE_TAGS:
-                flush()
-            if el.text:
-                run.append(el.text)
-        else:
-            if el is skipped:
-                skipped = None
-            elif tag not in INLINE_TAGS:
-                flush()
-            if el.tail and el is not root:
-                run.append(el.tail)
-    flush()
-    return blocks
+            if tag in chrome_tags or ((keys := el.keys()) and not chrome_attrs.isdisjoint(keys)
+                                      and is_chrome(el)):
+                every.extend(el.itertext())   # chrome: in the text, not in the blocks
+                tail = el.tail
+                if tail:
+                    append(tail)
+                    keep(tail)
+                continue
+            text = el.text
+            if tag in inline:
+                if text:
+                    append(text)
+                    keep(text)
+                if len(el):
+                    stack.append((el, iter(el), False))
+                    break
+            else:
+                if run:
+                    t = _block(run)
+                    run.clear()
+                    if t:
+                        blocks.append(t)
+                if text:
+                    keep(text)
+                    if len(el):
+                        append(text)
+                    else:   # a leaf block: its text is its block
+                        t = " ".join(text.split())
+                        if t:
+                            blocks.append(t)
+                if len(el):
+                    stack.append((el, iter(el), True))
+                    break
+            tail = el.tail
+            if tail:
+                append(tail)
+                keep(tail)
+        else:   # all children done: leave `parent`
+            stack.pop()
+            if block and run:
+                t = _block(run)
+                run.clear()
+                if t:
+                    blocks.append(t)
+            if stack:
+                tail = parent.tail
+                if tail:
+                    append(tail)
+                    keep(tail)
+    if run:
+        t = _block(run)
+        if t:
+            blocks.append(t)
+    return blocks, _block(every)

@@ -42,7 +42,7 @@ from lxml import etree
 
 from transforms.page import forms as forms_mod
 from transforms.page.charset import decode_body, looks_binary
-from transforms.page.maintext import main_blocks
+from transforms.page.maintext import blocks_and_text
 from transforms.urls.canonical import classify, classify_many, encode_query, normalize
 
 __all__ = ["ParsedPage", "parse_html", "decode_body", "looks_binary", "refresh_target",
@@ -226,7 +226,12 @@ def _parse(text, charset, url, honour_nofollow, ignore_meta_nofollow, ua_token, 
                     nofollow += 1
                     continue
             if tag == "a":
-                raw.append((href, _anchor_text(el)))
+                t = None if len(el) else el.text   # the common case of _anchor_text, inline
+                if t:
+                    t = " ".join(t.split())
+                    if len(t) > MAX_ANCHOR_CHARS:
+                        t = t[:MAX_ANCHOR_CHARS]
+                raw.append((href, t or _anchor_text(el)))
             else:
                 raw.append((href, _collapse(el.get("alt") or el.get("title"))[:MAX_ANCHOR_CHARS]))
         elif tag == "iframe" or tag == "frame":
@@ -320,9 +325,9 @@ def _parse(text, charset, url, honour_nofollow, ignore_meta_nofollow, ua_token, 
     # Visible text: drop script/style/noscript/template subtrees (keeping their tails).
     etree.strip_elements(root, *_HIDDEN_TAGS, with_tail=False)
     body = root.find("body")
-    # Text nodes joined with a space (so "</p><p>" does not glue words), then collapsed.
-    page.text = " ".join(" ".join((body if body is not None else root).itertext()).split())
-    page.main_blocks = main_blocks(body if body is not None else root)
+    # Text nodes joined with a space (so "</p><p>" does not glue words), then collapsed;
+    # read in the walk that cuts the main-content blocks.
+    page.main_blocks, page.text = blocks_and_text(body if body is not None else root)
     if deep_web:
         try:   # a form the reader cannot make sense of costs the forms, never the links
             page.forms = forms_mod.page_forms(root, base)

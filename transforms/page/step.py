@@ -21,6 +21,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 from schemas import tables
 from strategies.topic import DOCS_BUCKET
 from transforms.page.boilerplate import (
+    BLOCK_FPS,
     BLOCKS_FOR_MINHASH,
     BlockCounts,
     page_block_fps,
@@ -55,7 +56,7 @@ class FilterBundles(beam.DoFn):
 
 def _page_blocks(row):
     if BLOCKS_FOR_MINHASH in row:
-        yield row["host"], page_block_fps(row[BLOCKS_FOR_MINHASH])
+        yield row["host"], page_block_fps(row[BLOCKS_FOR_MINHASH], row.get(BLOCK_FPS))
 
 
 class _HostTemplate(beam.CombineFn):

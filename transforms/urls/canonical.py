@@ -171,30 +171,46 @@ def classify(base: str | bytes, href: str) -> tuple[str | None, str | None]:
 
 
 def classify_many(base: str | bytes, hrefs: Sequence[str]) -> list[tuple[str | None, str | None]]:
-    """[classify(base, h) for h in hrefs], with the base encoded once and a tight loop."""
+    """[classify(base, h) for h in hrefs], with the base encoded once, each distinct href
+    resolved once (a page repeats its links: nav, related lists, image maps) and a tight
+    loop."""
     if type(base) is str:
         base = _encode(base)
     nb = len(base)
     out = []
     append = out.append
+    done: dict = {}
+    parse_with_base, parse, is_valid, free, get_href, unpack = (
+        _parse_with_base, _parse, _is_valid, _free, _get_href, _unpack)
     for h in hrefs:
+        r = done.get(h)
+        if r is not None:
+            append(r)
+            continue
         try:
             b = h.encode("utf-8")
         except UnicodeEncodeError:
             b = _encode(h)
-        u = _parse_with_base(b, len(b), base, nb)
-        if not _is_valid(u):
-            _free(u)
-            u = _parse(b, len(b))
-            if not _is_valid(u):
-                _free(u)
-                append((None, "invalid"))
+        u = parse_with_base(b, len(b), base, nb)
+        if not is_valid(u):
+            free(u)
+            u = parse(b, len(b))
+            if not is_valid(u):
+                free(u)
+                r = done[h] = (None, "invalid")
+                append(r)
                 continue
-        s = _get_href(u)
-        href = _unpack(s.data, s.length).decode("utf-8", "replace")
-        _free(u)
-        c = _canon(href)
-        append((c, None) if c is not None else (None, _reason(href)))
+        s = get_href(u)
+        href = unpack(s.data, s.length).decode("utf-8", "replace")
+        free(u)
+        if (href.startswith("http://") or href.startswith("https://")) and "#" not in href \
+                and "%" not in href and "@" not in href and href[-1] != "?":
+            r = (href, None)   # already canonical: _canon's common case, inline
+        else:
+            c = _canon(href)
+            r = (c, None) if c is not None else (None, _reason(href))
+        done[h] = r
+        append(r)
     return out
 
 

@@ -129,25 +129,43 @@ class UrlFilter:
         if hasattr(urls, "to_pylist"):
             urls = urls.to_pylist()
         hosts, domains, allow, deny, exts = self._c
-        if hosts is not None or domains is not None or allow or deny:
+        if allow or deny:
             reason = self.reason
             return [reason(u, d) for u, d in zip(urls, depths)]
-        # Common case (length, extension, depth only): one tight loop, same rules and order.
+        # Common case (length, hosts/domains, extension, depth): one tight loop, same rules
+        # and order; a page's links share few hosts, so each host is looked up once.
         max_len = self.max_url_length
         max_depth = self.max_depth
         ext_of = _extension
+        scoped = hosts is not None or domains is not None
+        host_reason: dict = {}
         out = []
         append = out.append
         for u, d in zip(urls, depths):
             if len(u) > max_len:
                 append("url_too_long")
-            elif exts and ext_of(u) in exts:
+                continue
+            if scoped:
+                host = _hostname(u)
+                r = host_reason.get(host, _UNSEEN)
+                if r is _UNSEEN:
+                    r = host_reason[host] = (
+                        "host_not_allowed" if hosts is not None and host not in hosts else
+                        "domain_not_allowed" if domains is not None and not _in_domains(host, domains)
+                        else None)
+                if r is not None:
+                    append(r)
+                    continue
+            if exts and ext_of(u) in exts:
                 append("extension")
             elif max_depth is not None and d is not None and d > max_depth:
                 append("depth")
             else:
                 append(None)
         return out
+
+
+_UNSEEN = object()
 
 
 def _host_label(h: str) -> str:
