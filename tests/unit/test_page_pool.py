@@ -66,3 +66,31 @@ def test_auto_leaves_one_core_to_the_fetch():
     assert auto_processes(1) == 0
     assert auto_processes(2) == 1
     assert auto_processes(8) == 7
+
+
+def test_a_dead_worker_loses_no_page(caplog):
+    """A worker killed mid-round: its batch and every later one are parsed in this process."""
+    import os
+    import signal
+
+    pages = _pages()
+    pool = FatePool(CONFIG, processes=1, batch=4, inflight=2)
+    got = []
+    try:
+        got_first = pool.submit(pages[0])
+        assert got_first == []
+        for p in pages[1:4]:
+            for fates, _ in pool.submit(p):
+                got.extend(fates)
+        for pid in list(pool._executor._processes):
+            os.kill(pid, signal.SIGKILL)
+        for p in pages[4:]:
+            for fates, _ in pool.submit(p):
+                got.extend(fates)
+        for fates, _ in pool.drain():
+            got.extend(fates)
+    finally:
+        pool.close()
+    assert pool.broken is not None
+    key = lambda f: repr(sorted(f.result.items()))   # noqa: E731
+    assert sorted(map(key, got)) == sorted(key(page_fate(p, CONFIG)) for p in pages)

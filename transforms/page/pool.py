@@ -8,16 +8,22 @@ clean fork server (never forked from a process with live threads), so the page s
 beside the fetch. Pages go in and fates come back pickled; the fates are identical to
 computing them inline (`page_fate` is a pure function of page and config).
 
+If a worker dies (a script without a `__main__` guard, whose workers re-run it when they
+import it; a crash in a parser), the pages of its batch and every later batch are parsed in
+the fetching process instead, with one warning: nothing is lost.
+
 Small rounds stay inline: a pool is only started once a bundle has `min_pages` pages, so a
 round of a few hundred pages pays no process start-up.
 """
 import concurrent.futures as cf
+import logging
 import multiprocessing
 import os
 import time
 
 from transforms.page.fate import page_fate
 
+log = logging.getLogger(__name__)
 PRELOAD = ["transforms.page.fate"]   # imported once by the fork server, inherited by workers
 
 
@@ -46,12 +52,30 @@ class FatePool:
     def __init__(self, config, processes, batch=16, inflight=None):
         self.config, self.processes, self.batch = config, processes, batch
         self.inflight = inflight or 4 * processes
-        self._queue, self._pending, self._executor = [], set(), None
+        self._queue, self._pending, self._batches, self._executor = [], set(), {}, None
+        self.broken = None   # why the pool stopped, once a worker died: batches then run here
 
     def _start(self):
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(PRELOAD)
         self._executor = cf.ProcessPoolExecutor(self.processes, mp_context=ctx)
+
+    def _break(self, error):
+        if self.broken is None:
+            self.broken = f"{type(error).__name__}: {error}"
+            log.warning("page worker processes stopped (%s); parsing in the fetching process from "
+                        "now on. A script that starts a crawl needs an `if __name__ == \"__main__\":` "
+                        "guard (worker processes import the main module), or --page_processes 0.",
+                        self.broken)
+
+    def _result(self, fut):
+        """A batch's (fates, seconds); a batch whose worker died is computed here instead."""
+        batch = self._batches.pop(fut)
+        try:
+            return fut.result()
+        except cf.process.BrokenProcessPool as e:
+            self._break(e)
+            return page_fates(batch, self.config)
 
     def submit(self, page):
         self._queue.append(page)
@@ -60,14 +84,24 @@ class FatePool:
         return self._send()
 
     def _send(self):
-        if self._executor is None:
-            self._start()
         batch, self._queue = self._queue, []
-        self._pending.add(self._executor.submit(page_fates, batch, self.config))
+        done_here = []
+        if self.broken is None:
+            try:
+                if self._executor is None:
+                    self._start()
+                fut = self._executor.submit(page_fates, batch, self.config)
+                self._batches[fut] = batch
+                self._pending.add(fut)
+                batch = None
+            except (cf.process.BrokenProcessPool, OSError) as e:
+                self._break(e)
+        if batch is not None:
+            done_here.append(page_fates(batch, self.config))
         block = len(self._pending) >= self.inflight
         done, self._pending = cf.wait(self._pending, timeout=None if block else 0,
                                       return_when=cf.FIRST_COMPLETED)
-        return [f.result() for f in done]
+        return done_here + [self._result(f) for f in done]
 
     def drain(self):
         """Every outstanding batch's (fates, seconds), as each completes."""
@@ -75,7 +109,7 @@ class FatePool:
             yield from self._send()
         pending, self._pending = self._pending, set()
         for f in cf.as_completed(pending):
-            yield f.result()
+            yield self._result(f)
 
     def close(self):
         if self._executor is not None:
