@@ -60,8 +60,10 @@ def change_ratio_table(seed):
         rates, feats, host = synthetic_web(4000, 40, driver, np.random.default_rng(seed + 1))
         row = [change_ratio(host, rates, 800, 2, 10, np.random.default_rng(seed + 2))]
         for k in (40, 80):
-            ids = Cluster(k=k).group_ids(PageSet(rates, features=feats))
-            row.append(change_ratio(ids, rates, 800, 2, 10, np.random.default_rng(seed + 2)))
+            # re-clustered every cycle on the history sampled so far (never the true rates)
+            groups = (lambda visits, changes, k=k: Cluster(k=k).group_ids(
+                PageSet(np.full(len(rates), np.nan), features=feats, visits=visits, changes=changes)))
+            row.append(change_ratio(groups, rates, 800, 2, 10, np.random.default_rng(seed + 2)))
         print(f"{driver:>15} {row[0]:9.3f} {row[1]:13.3f} {row[2]:13.3f}")
 
 

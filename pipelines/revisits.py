@@ -44,7 +44,7 @@ def plan_revisits(crawl, prev, cfg) -> RevisitPlan:
     cycle = (cfg.now - last_clock) if last_clock is not None and cfg.now > last_clock else rc.round_interval
     budget = math.floor(rc.refetch_share * cfg.generate.max_pages)
     rows, sel = select_revisits(state, cfg.now, budget, cycle, rc.policy, cfg.generate.max_per_host,
-                                rc.explore)
+                                rc.explore, rc.estimate)
     picked = set(rows.column("fp").to_pylist()) if rows is not None else set()
     prev_rows = {r["fp"]: r for r in state.to_pylist() if r["fp"] in picked} if picked else {}
     stats = {f"recrawl_{k}": v for k, v in copy_stats(state, cfg.now, rc.expired_threshold).items()}
