@@ -4,7 +4,8 @@ page is fresh when the web's change_times show no change since its last visit), 
 the simulator's analytic freshness for the web's true rates and the same budget, and the
 304 byte savings.
 
-    python -m benchmarks.bench_recrawl_crawl [--days 5] [--budget 20]
+    python -m benchmarks.bench_recrawl_crawl [--days 16] [--budget 65] [--estimate bayes|improved]
+        [--explore 0.1] [--seed 3] [--policies optimal,uniform,proportional]
 """
 import argparse
 import shutil
@@ -49,6 +50,7 @@ def main(argv=None):
     ap.add_argument("--budget", type=int, default=65, help="revisits per round (one round a day)")
     ap.add_argument("--policies", default="optimal,uniform,proportional")
     ap.add_argument("--estimate", default="bayes", help="--refetch_estimate of the crawls")
+    ap.add_argument("--explore", type=float, default=0.1, help="--refetch_explore of the crawls")
     ap.add_argument("--seed", type=int, default=3, help="the simulated web's seed")
     a = ap.parse_args(argv)
     web = SimWebProcess("small", seed=a.seed, clock_file=True, base_rate_per_day=1.0)
@@ -81,7 +83,8 @@ def main(argv=None):
                 web.set_time(t)
                 reps = crawlstate.run_rounds(d, "--rounds", "1", "--round_time", str(t),
                                              "--refetch_policy", name,
-                                             "--refetch_estimate", a.estimate)
+                                             "--refetch_estimate", a.estimate,
+                                             "--refetch_explore", str(a.explore))
                 if reps:   # else nothing was due that day
                     nm += reps[-1]["recrawl"]["not_modified"]
                     saved += reps[-1]["recrawl"]["bytes_saved"]
