@@ -4,7 +4,8 @@ page is fresh when the web's change_times show no change since its last visit), 
 the simulator's analytic freshness for the web's true rates and the same budget, and the
 304 byte savings.
 
-    python -m benchmarks.bench_recrawl_crawl [--days 5] [--budget 20]
+    python -m benchmarks.bench_recrawl_crawl [--days 16] [--budget 65] [--estimate bayes|improved]
+        [--explore 0.1] [--seed 3] [--policies optimal,uniform,proportional]
 """
 import argparse
 import shutil
@@ -16,6 +17,7 @@ import numpy as np
 from pipelines.crawldir import CrawlDir
 from strategies.recrawl import PageSet, get_policy
 from strategies.recrawl import freshness as F
+from strategies.recrawl.base import within_rounds
 from tests.e2e import crawlstate
 from tests.simweb.process import SimWebProcess
 from transforms.recrawl.state import latest
@@ -47,8 +49,11 @@ def main(argv=None):
     ap.add_argument("--days", type=int, default=14)
     ap.add_argument("--budget", type=int, default=65, help="revisits per round (one round a day)")
     ap.add_argument("--policies", default="optimal,uniform,proportional")
+    ap.add_argument("--estimate", default="bayes", help="--refetch_estimate of the crawls")
+    ap.add_argument("--explore", type=float, default=0.1, help="--refetch_explore of the crawls")
+    ap.add_argument("--seed", type=int, default=3, help="the simulated web's seed")
     a = ap.parse_args(argv)
-    web = SimWebProcess("small", seed=3, clock_file=True, base_rate_per_day=1.0)
+    web = SimWebProcess("small", seed=a.seed, clock_file=True, base_rate_per_day=1.0)
     work = Path(tempfile.mkdtemp(prefix="bench_recrawl_"))
     try:
         t0 = web.web.cfg.sim_start
@@ -63,10 +68,12 @@ def main(argv=None):
         rates = np.array([web.web.change_rate[index[u]] * DAY for u in urls if u in index])
         print(f"small web: {len(urls)} visited pages scheduled, true mean rate {rates.mean():.2f}/day, "
               f"budget {a.budget} revisits/day ({a.budget / len(urls):.2f} per page)")
-        print(f"{'policy':>13} {'simulator':>9} {'crawl':>9}  (crawl: true time-average freshness, "
-              f"mean over the second half of {a.days} days; then each day's)")
+        print(f"{'policy':>13} {'simulator':>9} {'sim ≤1/day':>10} {'crawl':>9}  (simulator: the policy on "
+              f"the true rates, continuous time, then at most one visit per daily round; crawl: true "
+              f"time-average freshness, mean over the second half of {a.days} days; then each day's)")
         for name in a.policies.split(","):
             sim = F.average(rates, get_policy(name).frequencies(PageSet(rates), a.budget))[0]
+            capped = F.average(rates, within_rounds(get_policy(name), PageSet(rates), a.budget, 1.0))[0]
             d = work / name
             shutil.copytree(base, d)
             fr, nm, saved, revisits = [], 0, 0, 0
@@ -75,14 +82,16 @@ def main(argv=None):
                 fr.append(true_freshness(web, copy_state(d), t - DAY, t))   # the day before round k
                 web.set_time(t)
                 reps = crawlstate.run_rounds(d, "--rounds", "1", "--round_time", str(t),
-                                             "--refetch_policy", name)
+                                             "--refetch_policy", name,
+                                             "--refetch_estimate", a.estimate,
+                                             "--refetch_explore", str(a.explore))
                 if reps:   # else nothing was due that day
                     nm += reps[-1]["recrawl"]["not_modified"]
                     saved += reps[-1]["recrawl"]["bytes_saved"]
                     revisits += reps[-1]["recrawl"]["revisited"]
             days = " ".join(f"{x:.2f}" for x in fr)
             late = np.mean(fr[a.days // 2:])
-            print(f"{name:>13} {sim:9.4f} {late:9.4f}  {days}  revisits {revisits} 304s {nm} "
+            print(f"{name:>13} {sim:9.4f} {capped:10.4f} {late:9.4f}  {days}  revisits {revisits} 304s {nm} "
                   f"bytes saved {saved}")
     finally:
         web.stop()

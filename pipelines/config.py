@@ -77,6 +77,7 @@ class RecrawlConfig:
     expired_threshold: float
     round_interval: float       # seconds; the last gap between rounds replaces it
     explore: float = 0.0        # share of the budget spread uniformly (--refetch_explore)
+    estimate: str = "improved"  # the rate estimate policies act on (--refetch_estimate)
 
     @property
     def incremental(self) -> bool:
@@ -97,7 +98,7 @@ def recrawl(s) -> RecrawlConfig:
         raise ConfigError(f"--refetch_policy {s.get('refetch_policy')}: {e}") from None
     return RecrawlConfig(s.get("mode", "batch"), float(s.get("refetch_share", 0.5)), policy,
                          float(s.get("expired_threshold", 0.5)), float(s.get("round_interval", 86400.0)),
-                         float(s.get("refetch_explore", 0.0)))
+                         float(s.get("refetch_explore", 0.0)), s.get("refetch_estimate", "bayes"))
 
 
 @dataclass(frozen=True)

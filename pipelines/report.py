@@ -134,7 +134,7 @@ def recrawl_report(stats):
     if "recrawl_round_time" not in stats:
         return None
     keys = ("budget", "revisits_due", "revisits_scheduled", "expired", "estimated_freshness",
-            "rated_pages", "cycle_seconds", "round_time")
+            "rated_pages", "cycle_seconds", "round_time", "compacted_rows", "compacted_to")
     out = {k: stats.get(f"recrawl_{k}") for k in keys}
     out.update({k: int(stats.get(k, 0)) for k in ("revisited", "not_modified", "bytes_saved",
                                                   "changes_detected")})

@@ -18,7 +18,7 @@ from pipelines import focused
 from pipelines import report as report_mod
 from pipelines.config import ConfigError, RoundConfig
 from pipelines.crawldir import CrawlDir, CrawlStateError
-from pipelines.revisits import plan_revisits
+from pipelines.revisits import plan_revisits, write_compaction
 from pipelines.roundpipeline import build_round, changed_refusal_settings, plan_round
 from pipelines.runner import run_pipeline
 from pipelines.settings import UsageError, effective_round_settings
@@ -103,7 +103,8 @@ def next_round(cmd, out=print, noted=None):
     report = report_mod.round_report(crawl, round_no, prev, settings, started, time.time(), result)
     report["round_time"] = now          # the clock generate and the due tests ran at
     faults.crash_point("before_commit")
-    crawl.commit(round_no, report)
+    # incremental: the recrawl deltas compacted into this round's table when they grew
+    crawl.commit(round_no, report, full_tables=write_compaction(crawl, round_no, revisits))
     # old rounds' frontier/hosts/opic: only the last committed round's are ever read again
     crawl.prune_snapshots(int(settings.get("keep_snapshots") or 0))
     return report

@@ -289,9 +289,14 @@ ROUND_SETTINGS = {s.name: s for s in [
     S("refetch_params", str, "", "recrawl", "KEY=VALUE,... for the revisit policy, e.g. "
       "sample_size=2 (sampling, cluster) or k=20 (cluster)."),
     S("refetch_explore", float, 0.1, "recrawl", "Incremental: share of the revisit budget spread "
-      "uniformly over visited pages whatever the policy, so rate estimates keep learning (a page "
-      "seen unchanged is estimated 0 and a rate policy alone would never revisit it).",
+      "uniformly over visited pages whatever the policy, so rate estimates keep learning (with "
+      "--refetch_estimate improved a page seen unchanged is estimated 0 and a rate policy alone "
+      "would never revisit it).",
       between(0.0, 1.0)),
+    S("refetch_estimate", str, "bayes", "recrawl", "Incremental: the change-rate estimate the "
+      "revisit policy acts on: bayes (a page's few visits read against the rate distribution fitted "
+      "over the crawl's pages: empirical Bayes, strategies/recrawl/bayes.py) or improved (Cho & Garcia-Molina's estimator "
+      "from the page's own visits alone).", one_of("bayes", "improved")),
     S("expired_threshold", float, 0.5, "recrawl", "A visited page is expired when its estimated "
       "probability of having changed since its last visit exceeds this.", between(0.0, 1.0)),
     S("round_interval", float, 86400.0, "recrawl", "Incremental: seconds between rounds the "

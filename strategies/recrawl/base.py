@@ -50,6 +50,41 @@ def known_rates(pages: PageSet, prior: float | None = None) -> np.ndarray:
     return np.maximum(r, 0.0)
 
 
+def subset(pages: PageSet, keep) -> PageSet:
+    """The pages where `keep` (a boolean mask) holds, every column cut alike."""
+    keep = np.asarray(keep, dtype=bool)
+
+    def cut(col):
+        return None if col is None else np.asarray(col)[keep] if not isinstance(col, list) \
+            else [v for v, k in zip(col, keep) if k]
+    return PageSet(cut(pages.rates), cut(pages.weights), cut(pages.groups),
+                   {k: cut(v) for k, v in pages.features.items()}, cut(pages.visits),
+                   cut(pages.changes), pages.prior)
+
+
+def within_rounds(policy, pages: PageSet, budget: float, cycle: float, cap: float | None = None) -> np.ndarray:
+    """The policy's frequencies when a round fetches a page at most once (f ≤ 1/cycle):
+    pages the policy gives more are held at one visit per round and the policy spreads the
+    rest of the budget over the others again, until none is over (water-filling; for
+    `proportional` this is exactly proportional under the cap). Without it a fast page's
+    f above one per round is budget no round can spend. `cap`: 1/cycle unless given."""
+    cap = 1.0 / cycle if cap is None else cap
+    f = np.zeros(len(pages))
+    free = np.ones(len(pages), dtype=bool)
+    left = float(budget)
+    while free.any() and left > 0 and cap > 0:
+        g = policy.frequencies(pages if free.all() else subset(pages, free), left, cycle)
+        over = g > cap * (1 + 1e-9)
+        idx = np.flatnonzero(free)
+        if not over.any():
+            f[idx] = g
+            break
+        f[idx[over]] = cap
+        free[idx[over]] = False
+        left -= cap * int(over.sum())
+    return f
+
+
 def due_priority(freqs, elapsed) -> np.ndarray:
     """How overdue each page is: elapsed × f (≥ 1 = due; 0 for f = 0)."""
     return np.asarray(freqs, dtype=np.float64) * np.asarray(elapsed, dtype=np.float64)

@@ -7,7 +7,8 @@ downloaded / pages downloaded (samples included), averaged over cycles after the
 `synthetic_web` builds pages whose change rate depends either on page features that cut
 across hosts (`driver="features"`: the URL pattern / content type / size of a page kind) or
 on the host alone (`driver="host"`), so `sampling` (groups = hosts) and `cluster` (groups =
-k-means clusters on the features) can be compared on both.
+k-means clusters on the features, re-clustered every cycle with the feature weights the
+sampled history supports) can be compared on both.
 """
 from __future__ import annotations
 
@@ -40,13 +41,18 @@ def synthetic_web(n_pages, n_hosts, driver, rng):
 
 
 def change_ratio(group_ids, rates, budget, sample_size, cycles, rng):
-    """Mean ChangeRatio over cycles 2..cycles of the sample-then-greedy policy on groups."""
-    ids = np.unique(np.asarray(group_ids), return_inverse=True)[1]
+    """Mean ChangeRatio over cycles 2..cycles of the sample-then-greedy policy on groups.
+    `group_ids`: the groups (an array), or a function (visits, changes) -> groups called at
+    every cycle with each page's history so far (intervals observed, changes detected), for
+    groupings learnt from the sample (`cluster`)."""
     n = len(rates)
     last = np.zeros(n)             # time of the last download (all fetched at t = 0)
-    members = [np.flatnonzero(ids == g) for g in range(ids.max() + 1)]
+    visits, changes = np.zeros(n), np.zeros(n)
     ratios = []
     for t in range(1, cycles + 1):
+        groups = group_ids(visits.copy(), changes.copy()) if callable(group_ids) else group_ids
+        ids = np.unique(np.asarray(groups), return_inverse=True)[1]
+        members = [np.flatnonzero(ids == g) for g in range(ids.max() + 1)]
         # a page changed since its last download with P = 1 − e^{−r (t − last)}: drawn once
         changed = rng.random(n) < -np.expm1(-rates * (t - last))
         sample = np.concatenate([rng.permutation(m)[:sample_size] for m in members])
@@ -64,4 +70,6 @@ def change_ratio(group_ids, rates, budget, sample_size, cycles, rng):
         if t > 1:
             ratios.append(changed[picked].mean())
         last[picked] = t
+        visits[picked] += 1
+        changes[picked] += changed[picked]
     return float(np.mean(ratios))

@@ -46,7 +46,17 @@ def optimal_frequencies(rates, budget, weights=None, iters=100):
             lo = mid
         else:
             hi = mid
-    return frequencies_for(hi, lam, w)
+    f = frequencies_for(hi, lam, w)
+    # Σ f jumps where μ crosses w/λ of a page too fast for the budget: its f rises from 0
+    # with ∂F/∂f ≈ w/λ but only as g⁻¹(c → 1) — steeper than doubles resolve. What is left
+    # goes to the next such page(s) (the highest w/λ among f = 0), where it is worth w/λ.
+    left = budget - f.sum()
+    idle = (f == 0) & (lam > 0) & (w > 0)
+    if left > 1e-9 * budget and idle.any():
+        value = np.where(idle, w / np.where(lam > 0, lam, 1.0), -np.inf)
+        best = value >= value.max() * (1 - 1e-9)
+        f[best] += left / best.sum()
+    return f
 
 
 class Optimal(Policy):

@@ -1,15 +1,19 @@
 """End-to-end: incremental crawling (issue #13) of the small simulated web on a simulated
 clock: revisits send the last visit's validators, unchanged pages answer 304 (no body, the
 bytes counted as saved), changes detected are exactly the web's true changes."""
+import posixpath
+
 import pytest
 
 from pipelines.config import RoundConfig
 from pipelines.crawldir import CrawlDir
-from pipelines.revisits import plan_revisits
+from pipelines.revisits import COMPACTED_FILE, plan_revisits
+from schemas import tables
 from pipelines.settings import effective_round_settings
 from tests.e2e import crawlstate
 from tests.simweb.process import SimWebProcess
 from transforms.recrawl.state import latest
+from transforms.tableio.files import read_view
 
 DAY = 86400.0
 
@@ -148,3 +152,20 @@ def test_every_policy_plans_revisits_within_its_budget_from_the_crawled_state(in
     assert 0 < len(plan) <= 200 and len(plan) <= plan.stats["recrawl_revisits_due"]
     assert set(plan.prev_rows) == set(plan.rows.column("fp").to_pylist())
     assert plan.stats["recrawl_cycle_seconds"] == DAY
+
+
+def test_recrawl_deltas_are_compacted_into_the_same_view(incremental_crawl):
+    _, d, reports, _, _ = incremental_crawl
+    c = CrawlDir(str(d))
+    n = c.last_committed()
+    rounds = c.committed_rounds()
+    full = [k for k in rounds if "recrawl" in c.manifest(k).get("full", ())]
+    # day 2 plans from day 0's and day 1's deltas: two rows per page, so it compacts
+    assert full and full[-1] == n and reports[-1]["recrawl"]["compacted_rows"] >= 2 * reports[-1]["recrawl"]["compacted_to"]
+    every = read_view([posixpath.join(c.table_dir(k, "recrawl"), f)
+                       for k in rounds for f in c.manifest(k)["tables"].get("recrawl", [])
+                       if f != COMPACTED_FILE], tables.RECRAWL)
+    view = c.read_table("recrawl", n)
+    assert view.num_rows < every.num_rows
+    key = [("fp", "ascending")]
+    assert latest(view).sort_by(key).to_pylist() == latest(every).sort_by(key).to_pylist()

@@ -8,7 +8,9 @@ from scipy.stats import gamma
 from strategies.recrawl import POLICIES, PageSet, get_policy
 from strategies.recrawl import freshness as F
 from strategies.recrawl.changeratio import change_ratio, synthetic_web
-from strategies.recrawl.cluster import Cluster, url_pattern
+from strategies.recrawl.base import within_rounds
+from strategies.recrawl.bayes import posterior_rate
+from strategies.recrawl.cluster import Cluster, explained_share, url_pattern
 from strategies.recrawl.estimate import (expired, improved_rate, mle_rate, naive_rate,
                                          prob_changed)
 from strategies.recrawl.optimal import optimal_frequencies
@@ -135,3 +137,53 @@ def test_cluster_beats_sampling_when_change_follows_features_across_hosts():
     cl = change_ratio(clusters, rates, 600, 2, 8, np.random.default_rng(2))
     sa = change_ratio(host, rates, 600, 2, 8, np.random.default_rng(2))
     assert cl > sa + 0.1, (cl, sa)
+
+
+def test_bayes_estimate_shrinks_few_visits_toward_the_crawls_rates():
+    rng = np.random.default_rng(4)
+    rates = np.r_[np.zeros(400), rng.lognormal(0, 0.7, 1300), rng.lognormal(math.log(24), 0.3, 300)]
+    n = np.full(rates.size, 3)
+    x = rng.binomial(3, -np.expm1(-rates))
+    est = posterior_rate(n, x, 1.0)
+    by_x = [est[x == k][0] for k in range(4)]
+    assert 0 < by_x[0] < by_x[1] < by_x[2] < by_x[3]          # never 0, monotone in X
+    assert by_x[3] > improved_rate(3, 3, 1.0)                 # not saturated at ln(2n + 1)
+    assert np.isfinite(posterior_rate([0, 3], [0, 3], [np.nan, 1.0])).all()   # n = 0: the prior's
+    # the point: optimal acting on it keeps the copy fresher than on the paper's estimate,
+    # and than uniform (budget half a visit per page per round, ≤ one visit per round)
+    fresh = {name: F.average(rates, within_rounds(get_policy("optimal"), PageSet(e), rates.size / 2, 1.0))[0]
+             for name, e in (("bayes", est), ("improved", improved_rate(n, x, 1.0)))}
+    uniform = F.average(rates, np.full(rates.size, 0.5))[0]
+    assert fresh["bayes"] > fresh["improved"] + 0.01 and fresh["bayes"] > uniform, (fresh, uniform)
+
+
+def test_within_rounds_caps_at_one_visit_per_round_and_spends_the_rest():
+    rates = np.array([50.0, 1.0, 2.0, 3.0])
+    f = within_rounds(get_policy("proportional"), PageSet(rates), 2.0, cycle=1.0)
+    assert f[0] == pytest.approx(1.0) and f.sum() == pytest.approx(2.0)
+    assert f[1:] == pytest.approx([1 / 6, 2 / 6, 3 / 6])     # the rest, still proportional
+    f = within_rounds(get_policy("optimal"), PageSet(np.array([0.5, 0.6, 0.01, 30.0])), 3.0, 1.0)
+    assert f.max() <= 1.0 + 1e-9 and f.sum() == pytest.approx(3.0, rel=1e-6)
+
+
+def test_explained_share_ignores_chance_levels_and_sees_the_driving_feature():
+    rng = np.random.default_rng(0)
+    driver = rng.integers(0, 4, 2000)
+    y = np.array([0.0, 0.2, 0.6, 1.0])[driver] + rng.normal(0, 0.1, 2000)
+    assert explained_share(driver, y) > 0.9
+    assert explained_share(rng.integers(0, 40, 2000), y) < 0.02   # 40 random levels explain nothing
+
+
+@pytest.mark.parametrize("driver", ["features", "host"])
+def test_cluster_learns_which_features_drive_change(driver):
+    rates, feats, host = synthetic_web(3000, 30, driver, np.random.default_rng(1))
+    nan = np.full(len(rates), np.nan)
+
+    def groups(visits, changes):     # re-clustered on the history sampled so far
+        return Cluster(k=30).group_ids(PageSet(nan, features=feats, visits=visits, changes=changes))
+    cl = change_ratio(groups, rates, 600, 2, 8, np.random.default_rng(2))
+    sa = change_ratio(host, rates, 600, 2, 8, np.random.default_rng(2))
+    if driver == "features":
+        assert cl > sa + 0.1, (cl, sa)
+    else:                            # clusters become hosts: roughly a tie
+        assert abs(cl - sa) < 0.08, (cl, sa)

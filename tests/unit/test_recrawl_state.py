@@ -88,9 +88,12 @@ def _state(n, rates_known=True, host_of=lambda i: f"h{i % 3}.test"):
 
 def test_revisits_respect_the_budget_and_the_host_cap_and_carry_validators():
     state = _state(30)
-    # uniform: 10 revisits a day over 30 pages, f = 1/3 per day: nothing due after one day
+    # uniform: 10 revisits a day over 30 pages, f = 1/3 per day: nothing due after one day,
+    # but the budget is spent on the pages nearest their due time (≤ 3 per host)
     rows, stats = select_revisits(state, DAY, 10, DAY, get_policy("uniform"), max_per_host=3)
-    assert rows.num_rows == 0 and stats["revisits_due"] == 0
+    assert rows.num_rows == 9 and stats["revisits_due"] == 0
+    rows, stats = select_revisits(state, 0.4 * DAY, 10, DAY, get_policy("uniform"), max_per_host=3)
+    assert rows is None or rows.num_rows == 0      # never within half a round gap of a visit
     rows, stats = select_revisits(state, 3 * DAY, 10, DAY, get_policy("uniform"), max_per_host=3)
     assert stats["revisits_due"] == 30 and rows.num_rows == 9      # 3 hosts x 3
     assert all(e and e.startswith('"e') for e in rows.column("etag").to_pylist())

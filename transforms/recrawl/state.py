@@ -14,7 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas import tables
-from strategies.recrawl.base import PageSet, due_priority, known_rates
+from strategies.recrawl.base import PageSet, due_priority, known_rates, within_rounds
+from strategies.recrawl.bayes import posterior_rate
 from strategies.recrawl.cluster import url_pattern
 from strategies.recrawl.estimate import expected_freshness_now, expired, improved_rate
 from transforms.generate.select import rank_within_group
@@ -56,20 +57,29 @@ def _np(t, name, fill):
     return t.column(name).fill_null(fill).to_numpy(zero_copy_only=False)
 
 
-def estimated_rates(state: pa.Table) -> np.ndarray:
-    """Changes per second from (n, X, Σ intervals): Cho & Garcia-Molina's improved estimator
-    over the mean interval (strategies/recrawl/estimate.py); nan before the first revisit."""
+ESTIMATES = ("bayes", "improved")
+
+
+def estimated_rates(state: pa.Table, estimate: str = "improved", cycle: float = 86400.0) -> np.ndarray:
+    """Changes per second from (n, X, Σ intervals). `improved`: Cho & Garcia-Molina's
+    improved estimator over the mean interval (strategies/recrawl/estimate.py), nan before
+    the first revisit; `bayes`: the posterior mean under the rate distribution fitted over
+    these pages (strategies/recrawl/bayes.py; its grid in changes per `cycle`)."""
     n = _np(state, "intervals", 0).astype(np.float64)
     total = _np(state, "interval_sum", 0.0).astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         mean = np.where(n > 0, total / np.maximum(n, 1), np.nan)
+    if estimate == "bayes":
+        return posterior_rate(n, _np(state, "changes", 0), mean, scale=cycle)
+    if estimate != "improved":
+        raise ValueError(f"estimate must be one of {ESTIMATES}, not {estimate!r}")
     return improved_rate(n, _np(state, "changes", 0), mean)
 
 
-def page_set(state: pa.Table, prior: float) -> PageSet:
+def page_set(state: pa.Table, prior: float, estimate: str = "improved", cycle: float = 86400.0) -> PageSet:
     urls = state.column("url").to_pylist()
     return PageSet(
-        rates=estimated_rates(state), weights=_np(state, "score", 0.0).astype(np.float64),
+        rates=estimated_rates(state, estimate, cycle), weights=_np(state, "score", 0.0).astype(np.float64),
         groups=np.asarray(state.column("host").to_pylist()),
         features={"url_pattern": [url_pattern(u) for u in urls],
                   "content_type": state.column("content_type").to_pylist(),
@@ -104,10 +114,12 @@ def first_phase(fps) -> np.ndarray:
     return ((x >> np.uint64(11)).astype(np.float64) + 1.0) / float(2 ** 53)
 
 
-def select_revisits(state, now, budget, cycle, policy, max_per_host, explore=0.0):
+def select_revisits(state, now, budget, cycle, policy, max_per_host, explore=0.0, estimate="improved"):
     """(fetch-list rows of the due revisits, most overdue first, ≤ budget and ≤ max_per_host
     per host; stats). A page with a sitemap lastmod newer than its last visit is due first.
-    `explore`: share of the budget spread uniformly over the pages whatever the policy."""
+    `explore`: share of the budget spread uniformly over the pages whatever the policy.
+    `estimate`: the rate estimate the policy sees (`estimated_rates`). No page gets more
+    than one visit per round (`within_rounds`)."""
     s = state.filter(pc.fill_null(state.column("active"), True)) if state.num_rows else state
     if s.num_rows == 0 or budget <= 0:
         return None, {"revisits_due": 0}
@@ -115,9 +127,11 @@ def select_revisits(state, now, budget, cycle, policy, max_per_host, explore=0.0
     # their samples rotate from round to round (ties between equal priorities too)
     salt = np.int64(int(now // cycle) & 0x7FFFFFFF)
     s = s.take(pa.array(np.argsort(first_phase(_np(s, "fp", 0) ^ salt), kind="stable")))
-    pages = page_set(s, prior=1.0 / cycle)   # never revisited: assume one change per round
+    # never revisited: `improved` assumes one change per round, `bayes` the prior mean
+    pages = page_set(s, prior=1.0 / cycle, estimate=estimate, cycle=cycle)
     rate = budget / cycle
-    freqs = (1 - explore) * policy.frequencies(pages, rate, cycle) + explore * rate / len(pages)
+    spread = min(explore * rate / len(pages), 1.0 / cycle)     # the explore share, per page
+    freqs = spread + within_rounds(policy, pages, (1 - explore) * rate, cycle, 1.0 / cycle - spread)
     last = _np(s, "last_visit", now)
     # due once (now − last) × f ≥ φ: φ = 1 after a revisit; before a page's first revisit φ
     # is a phase in (0, 1] hashed from its fp, so pages first fetched together do not all
@@ -132,8 +146,16 @@ def select_revisits(state, now, budget, cycle, policy, max_per_host, explore=0.0
     prio = np.where(lastmod > last, np.inf, prio)
     elapsed = np.maximum(now - last, 0.0)
     early = (freqs > 0) & (elapsed >= 0.5 * cycle) & (overdue + 0.5 * freqs * cycle >= phase * DUE)
-    due = np.flatnonzero((prio >= DUE) | early)
-    order = due[np.lexsort((_np(s, "fp", 0)[due], -prio[due]))]
+    due_mask = (prio >= DUE) | early
+    due = np.flatnonzero(due_mask)
+    # the rest of the budget goes to the pages nearest their due time (f > 0 only, by the
+    # same priority): Σ f is the budget, but rounds are discrete and estimates move, so
+    # fewer than a budget's worth can fall due; an early visit beats an unspent one, and a
+    # page the policy gives no visits (f = 0) is never filled in, nor one visited less
+    # than half a round gap ago
+    fill = np.flatnonzero(~due_mask & (freqs > 0) & (elapsed >= 0.5 * cycle))
+    fill = fill[np.lexsort((_np(s, "fp", 0)[fill], -prio[fill]))]
+    order = np.r_[due[np.lexsort((_np(s, "fp", 0)[due], -prio[due]))], fill].astype(np.int64)
     hosts = np.asarray(s.column("host").to_pylist(), dtype=object)[order]
     _, codes = np.unique(hosts.astype(str), return_inverse=True) if len(order) else (None, np.zeros(0, int))
     keep = order[rank_within_group(codes) < max_per_host][: int(budget)] if len(order) else order
