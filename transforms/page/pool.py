@@ -45,8 +45,9 @@ class FatePool:
     """Batches of pages -> their fates, computed by `processes` worker processes.
 
     `submit` queues pages and returns the batches already done; `drain` waits for the rest.
-    At most `inflight` batches are outstanding: `submit` blocks on the oldest beyond that,
-    so a fast fetch never piles its bodies up in memory ahead of the parse.
+    At most `inflight` batches are outstanding: beyond that the calling process parses the
+    batch itself, so all cores parse when parsing is the bottleneck, and a fast fetch never
+    piles its bodies up in memory ahead of the parse.
     """
 
     def __init__(self, config, processes, batch=16, inflight=None):
@@ -86,7 +87,7 @@ class FatePool:
     def _send(self):
         batch, self._queue = self._queue, []
         done_here = []
-        if self.broken is None:
+        if self.broken is None and len(self._pending) < self.inflight:
             try:
                 if self._executor is None:
                     self._start()
@@ -96,11 +97,9 @@ class FatePool:
                 batch = None
             except (cf.process.BrokenProcessPool, OSError) as e:
                 self._break(e)
-        if batch is not None:
+        if batch is not None:   # the workers are busy (or gone): this process parses it
             done_here.append(page_fates(batch, self.config))
-        block = len(self._pending) >= self.inflight
-        done, self._pending = cf.wait(self._pending, timeout=None if block else 0,
-                                      return_when=cf.FIRST_COMPLETED)
+        done, self._pending = cf.wait(self._pending, timeout=0, return_when=cf.FIRST_COMPLETED)
         return done_here + [self._result(f) for f in done]
 
     def drain(self):
