@@ -94,3 +94,17 @@ def test_a_dead_worker_loses_no_page(caplog):
     assert pool.broken is not None
     key = lambda f: repr(sorted(f.result.items()))   # noqa: E731
     assert sorted(map(key, got)) == sorted(key(page_fate(p, CONFIG)) for p in pages)
+
+
+def test_a_process_that_may_not_start_workers_parses_inline(monkeypatch):
+    """E.g. a daemonic worker process of a cluster engine: no pool, same fates, one warning."""
+    def refuse(self):
+        raise AssertionError("daemonic processes are not allowed to have children")
+    monkeypatch.setattr(FatePool, "_start", refuse)
+    pages = _pages()[:10]
+    pool = FatePool(CONFIG, processes=2, batch=4)
+    got = [f for p in pages for fates, _ in pool.submit(p) for f in fates]
+    got += [f for fates, _ in pool.drain() for f in fates]
+    pool.close()
+    assert "daemonic" in pool.broken
+    assert sorted(map(repr, got)) == sorted(repr(page_fate(p, CONFIG)) for p in pages)

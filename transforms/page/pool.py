@@ -95,8 +95,8 @@ class FatePool:
                 self._batches[fut] = batch
                 self._pending.add(fut)
                 batch = None
-            except (cf.process.BrokenProcessPool, OSError) as e:
-                self._break(e)
+            except Exception as e:   # noqa: BLE001 - no pool here (a daemonic worker process
+                self._break(e)       # may not start children, e.g. a Dask worker): parse inline
         if batch is not None:   # the workers are busy (or gone): this process parses it
             done_here.append(page_fates(batch, self.config))
         done, self._pending = cf.wait(self._pending, timeout=0, return_when=cf.FIRST_COMPLETED)
