@@ -19,6 +19,7 @@ from pipelines import report as report_mod
 from pipelines.config import ConfigError, RoundConfig
 from pipelines.crawldir import CrawlDir, CrawlStateError
 from pipelines.revisits import plan_revisits
+from pipelines.frontierlayout import frontier_as_delta
 from pipelines.roundpipeline import build_round, changed_refusal_settings, plan_round
 from pipelines.runner import run_pipeline
 from pipelines.settings import UsageError, effective_round_settings
@@ -98,12 +99,13 @@ def next_round(cmd, out=print, noted=None):
     started = time.time()
     crawl.write_json(round_no, "options.json", settings)
     fleet.write_read_through(crawl, round_no, cfg.shard, read_through)
-    result = run_pipeline(lambda p: build_round(p, crawl, cfg, plan, revisits=revisits, inbox=inbox),
-                          cmd.beam_argv)
+    delta = frontier_as_delta(crawl, prev, cfg, settings)   # else a full frontier (compaction)
+    result = run_pipeline(lambda p: build_round(p, crawl, cfg, plan, revisits=revisits, inbox=inbox,
+                                                frontier_delta=delta), cmd.beam_argv)
     report = report_mod.round_report(crawl, round_no, prev, settings, started, time.time(), result)
     report["round_time"] = now          # the clock generate and the due tests ran at
     faults.crash_point("before_commit")
-    crawl.commit(round_no, report)
+    crawl.commit(round_no, report, delta_tables=("frontier",) if delta else ())
     # old rounds' frontier/hosts/opic: only the last committed round's are ever read again
     crawl.prune_snapshots(int(settings.get("keep_snapshots") or 0))
     return report

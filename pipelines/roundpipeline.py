@@ -28,7 +28,8 @@ from transforms.recrawl.step import UpdateRecrawlState
 from transforms.score.modes import LocalScore, scores_per_row, uses_beam_pagerank
 from transforms.score.step import BoundFrontier, ScoreByBeamPageRank, ScoreWholeFrontier
 from transforms.shard.step import OwnFrontier, RouteCandidates
-from transforms.tableio.step import ReadTables, WriteStats, WriteTable, sum_dicts
+from transforms.tableio.step import ReadTables, ReadView, ViewSpec, WriteStats, WriteTable, sum_dicts
+from transforms.urls.fpsets import sorted_union
 from transforms.urls import refusals
 from transforms.urlseen.candidates import candidates_and_edges, filtered_table
 from transforms.urlseen.step import ReadmitRefused, UrlSeen
@@ -100,12 +101,25 @@ def _stale_refusal_files(files, changed):
     return out
 
 
-def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inbox=()):
+def _frontier_after(p, view, merged):
+    """Frontier delta: the frontier after this round, narrow (fp, host, not_before, depth),
+    for the pending count: the old view's rows the round did not touch, and the delta."""
+    touched = ((merged["frontier"] | "DeltaFps" >> beam.Map(lambda t: t.column("fp").to_numpy()),
+                merged["removed"] | "RemovedFps" >> beam.Map(lambda t: t.column("fp").to_numpy()))
+               | "TouchedFps" >> beam.Flatten() | "Touched" >> beam.CombineGlobally(sorted_union))
+    untouched = p | "UntouchedFrontier" >> ReadView(view, ["fp", "host", "not_before", "depth"],
+                                                    keys=touched, keep="out")
+    return (untouched, merged["frontier"]) | "FrontierAfter" >> beam.Flatten()
+
+
+def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inbox=(),
+                frontier_delta=False):
     """Wire round `cfg.round_no`'s pipeline onto `p`; its outputs go to rounds/N/.
 
     `cfg`: the round's RoundConfig; `plan`: plan_round's (files, rows) of the committed
     inputs; `seeds`: candidates bundles to inject; `do_fetch` False for an inject round;
-    `inbox`: other shards' outbox files for this shard (pipelines.fleet.plan_inbox).
+    `inbox`: other shards' outbox files for this shard (pipelines.fleet.plan_inbox);
+    `frontier_delta`: write the frontier as a delta (pipelines.frontierlayout).
     """
     files, rows = plan
     round_no, gen = cfg.round_no, cfg.generate
@@ -113,7 +127,11 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
     buckets = max(MIN_BUCKETS, math.ceil((rows["frontier"] + rows["visited"] + rows["filtered"])
                                          / BUCKET_ROWS))
 
-    frontier = _read(p, "Frontier", files["frontier"], tables.FRONTIER)
+    # the frontier's consistent view: the last full snapshot and the deltas since (crawldir)
+    prev = round_no - 1 if files["frontier"] else None
+    view = ViewSpec([(f, r) for _, f, r in crawl.view_layers("frontier", prev)] if prev is not None
+                    else [([], [])], tables.FRONTIER)
+    frontier = p | "ReadFrontier" >> ReadView(view, reshuffle=spreads_files(p))
     if cfg.shard:   # a sharded crawl: only this shard's hosts (the rest go to their owners)
         owned = frontier | "OwnFrontier" >> OwnFrontier(cfg.shard)
         frontier = owned["frontier"]
@@ -223,7 +241,7 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
     score_fn = LocalScore(ordering) if scores_per_row(ordering) else None
     merged = {"frontier": frontier, "seen": seen_files, "results": result_tables,
               "candidates": candidates, "filtered": filtered} | "UrlSeen" >> UrlSeen(
-        buckets, round_no, score_fn, cfg.signatures)
+        buckets, round_no, score_fn, cfg.signatures, view if frontier_delta else None)
     new_frontier = merged["frontier"]
     # Score: strategies that need more than a row see the whole frontier (or the Beam PageRank)
     if score_fn is None and uses_beam_pagerank(ordering, cfg.score.pagerank_path,
@@ -250,7 +268,12 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
         new_frontier = bounded["frontier"]
         new_filtered = (new_filtered, bounded["filtered"]) | "WithBufferFull" >> beam.Flatten()
         stats.append(bounded["stats"])
-    pending = (new_frontier
+    frontier_after = new_frontier
+    if frontier_delta:   # the delta is written; the whole new view only feeds the counts
+        frontier_after = _frontier_after(p, view, merged)
+        stats.append(frontier_after | "FrontierRows" >> beam.Map(lambda t: {"frontier_rows": t.num_rows}))
+        merged["removed"] | "WriteFrontierRemoved" >> WriteTable(out("frontier_removed"), tables.REMOVED)
+    pending = (frontier_after
                | "Schedulable" >> beam.Map(_schedulable, cfg.now, gen.max_depth)
                | "SumSchedulable" >> beam.CombineGlobally(sum_dicts)
                | "Pending" >> beam.Map(_pending, gen.max_per_host, gen.max_pages))
