@@ -276,12 +276,17 @@ class CrawlDir:
                 break
         return layers[::-1]
 
+    def layer_rows(self, table: str, upto: int) -> list:
+        """Rows written plus keys removed per layer of `table`'s view (`view_layers`), every
+        file checked (`validate_files`: a damaged one is a CrawlStateError naming it)."""
+        return [self.validate_files(table, files) + (self.validate_files(f"{table}_removed", removed)
+                                                     if table in LAYERED else 0)
+                for _, files, removed in self.view_layers(table, upto)]
+
     def compaction_due(self, table: str, upto: int, ratio: float) -> bool:
         """The deltas of LAYERED `table` since its last full snapshot (rows written and keys
         removed) exceed `ratio` x the snapshot's rows: the next round writes it in full."""
-        layers = self.view_layers(table, upto)
-        rows = [self.validate_files(table, files) + self.validate_files(f"{table}_removed", removed)
-                for _, files, removed in layers]
+        rows = self.layer_rows(table, upto)
         return ratio <= 0 or sum(rows[1:]) > ratio * rows[0]
 
     def table_files(self, table: str, upto: int) -> list:

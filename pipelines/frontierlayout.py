@@ -33,7 +33,10 @@ def _same_scoring(crawl, prev, settings) -> bool:
 def frontier_as_delta(crawl, prev, cfg, settings) -> bool:
     """True when round prev + 1 writes the frontier as a delta (see the module doc)."""
     ratio = float(settings.get("compact_ratio") or 0)
-    if prev is None or ratio <= 0:
+    if prev is None:
+        return False
+    crawl.layer_rows(TABLE, prev)   # every layer's files checked before anything is written
+    if ratio <= 0:
         return False
     if not scores_per_row(cfg.score.ordering) or cfg.shard or cfg.max_buffer:
         return False

@@ -86,6 +86,7 @@ def next_round(cmd, out=print, noted=None):
     cfg = focused.with_docfreq(cfg, crawl, prev)   # vertical: the crawl's document frequencies
     fleet.check_layout(crawl, cfg.shard)
     plan = plan_round(crawl, prev)
+    delta = frontier_as_delta(crawl, prev, cfg, settings)   # else a full frontier (compaction)
     revisits = plan_revisits(crawl, prev, cfg)   # incremental mode: due revisits (else empty)
     inbox, inbox_rows, read_through = fleet.plan_inbox(crawl, prev, cfg.shard)   # other shards' URLs
     why_not = nothing_due(crawl, prev, now, cfg.generate.max_depth)
@@ -99,7 +100,6 @@ def next_round(cmd, out=print, noted=None):
     started = time.time()
     crawl.write_json(round_no, "options.json", settings)
     fleet.write_read_through(crawl, round_no, cfg.shard, read_through)
-    delta = frontier_as_delta(crawl, prev, cfg, settings)   # else a full frontier (compaction)
     result = run_pipeline(lambda p: build_round(p, crawl, cfg, plan, revisits=revisits, inbox=inbox,
                                                 frontier_delta=delta), cmd.beam_argv)
     report = report_mod.round_report(crawl, round_no, prev, settings, started, time.time(), result)

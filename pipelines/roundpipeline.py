@@ -29,7 +29,6 @@ from transforms.score.modes import LocalScore, scores_per_row, uses_beam_pageran
 from transforms.score.step import BoundFrontier, ScoreByBeamPageRank, ScoreWholeFrontier
 from transforms.shard.step import OwnFrontier, RouteCandidates
 from transforms.tableio.step import ReadTables, ReadView, ViewSpec, WriteStats, WriteTable, sum_dicts
-from transforms.urls.fpsets import sorted_union
 from transforms.urls import refusals
 from transforms.urlseen.candidates import candidates_and_edges, filtered_table
 from transforms.urlseen.step import ReadmitRefused, UrlSeen
@@ -101,15 +100,18 @@ def _stale_refusal_files(files, changed):
     return out
 
 
-def _frontier_after(p, view, merged):
-    """Frontier delta: the frontier after this round, narrow (fp, host, not_before, depth),
-    for the pending count: the old view's rows the round did not touch, and the delta."""
-    touched = ((merged["frontier"] | "DeltaFps" >> beam.Map(lambda t: t.column("fp").to_numpy()),
-                merged["removed"] | "RemovedFps" >> beam.Map(lambda t: t.column("fp").to_numpy()))
-               | "TouchedFps" >> beam.Flatten() | "Touched" >> beam.CombineGlobally(sorted_union))
-    untouched = p | "UntouchedFrontier" >> ReadView(view, ["fp", "host", "not_before", "depth"],
-                                                    keys=touched, keep="out")
-    return (untouched, merged["frontier"]) | "FrontierAfter" >> beam.Flatten()
+def _counts_after(old, merged, now, max_depth):
+    """Frontier delta: per-host due counts and rows of the frontier after this round, as the
+    old view's, minus those of the rows URL-seen read (`hits`: each was rewritten into the
+    delta or removed), plus the delta's. The old view is the one Generate reads (no reread)."""
+    def counts(t, sign):
+        return {**{h: sign * c for h, c in _schedulable(t, now, max_depth).items()},
+                _ROWS: sign * t.num_rows}
+    return ((old | "OldCounts" >> beam.Map(counts, 1), merged["hits"] | "HitCounts" >> beam.Map(counts, -1),
+             merged["frontier"] | "DeltaCounts" >> beam.Map(counts, 1)) | "CountsAfter" >> beam.Flatten())
+
+
+_ROWS = ("frontier_rows",)   # not a host name: the row count travels with the host counts
 
 
 def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inbox=(),
@@ -268,15 +270,19 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
         new_frontier = bounded["frontier"]
         new_filtered = (new_filtered, bounded["filtered"]) | "WithBufferFull" >> beam.Flatten()
         stats.append(bounded["stats"])
-    frontier_after = new_frontier
-    if frontier_delta:   # the delta is written; the whole new view only feeds the counts
-        frontier_after = _frontier_after(p, view, merged)
-        stats.append(frontier_after | "FrontierRows" >> beam.Map(lambda t: {"frontier_rows": t.num_rows}))
+    if frontier_delta:   # the delta and the fps that left are written; counts from the old view
         merged["removed"] | "WriteFrontierRemoved" >> WriteTable(out("frontier_removed"), tables.REMOVED)
-    pending = (frontier_after
-               | "Schedulable" >> beam.Map(_schedulable, cfg.now, gen.max_depth)
-               | "SumSchedulable" >> beam.CombineGlobally(sum_dicts)
-               | "Pending" >> beam.Map(_pending, gen.max_per_host, gen.max_pages))
+        counts = (_counts_after(frontier, merged, cfg.now, gen.max_depth)
+                  | "SumSchedulable" >> beam.CombineGlobally(sum_dicts))
+        stats.append(counts | "FrontierRows" >> beam.Map(lambda c: {"frontier_rows": c.get(_ROWS, 0)}))
+        pending = counts | "Pending" >> beam.Map(
+            lambda c, cap, k: _pending({h: n for h, n in c.items() if h != _ROWS}, cap, k),
+            gen.max_per_host, gen.max_pages)
+    else:
+        pending = (new_frontier
+                   | "Schedulable" >> beam.Map(_schedulable, cfg.now, gen.max_depth)
+                   | "SumSchedulable" >> beam.CombineGlobally(sum_dicts)
+                   | "Pending" >> beam.Map(_pending, gen.max_per_host, gen.max_pages))
     stats.append(pending)
 
     # write round N: frontier, filtered, links, hosts and the counters of the report

@@ -111,3 +111,22 @@ def test_killed_rounds_rerun_to_the_same_state_and_layout_around_a_compaction(cr
         crawlstate.assert_same_state(crawlstate.state(src, target), crawlstate.state(crash, target))
         manifest = json.loads((crash / "rounds" / f"{target:06d}" / "_COMMITTED").read_text())
         assert ("frontier" in manifest["deltas"]) == (kinds[target] == "delta")
+
+
+def test_a_damaged_removal_file_is_named_and_nothing_is_written(crawls, tmp_path, capsys):
+    from pipelines import round as round_mod
+    from tests.e2e.test_crawl_state import _snapshot
+    d = tmp_path / "crawl"
+    shutil.copytree(crawls["deltas"], d)
+    kinds = layout(d)
+    target = next(n for n, k in enumerate(kinds) if k == "delta"
+                  and list((d / "rounds" / f"{n:06d}" / "frontier_removed").glob("*.parquet")))
+    for n in range(target + 1, ROUNDS + 1):
+        shutil.rmtree(d / "rounds" / f"{n:06d}")
+    f = next((d / "rounds" / f"{target:06d}" / "frontier_removed").glob("*.parquet"))
+    f.write_bytes(f.read_bytes()[:20])
+    before = _snapshot(d)
+    assert round_mod.main(["--crawl_dir", str(d)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and str(f) in err
+    assert _snapshot(d) == before

@@ -158,7 +158,10 @@ class UrlSeen(beam.PTransform):
     (RESULTS), candidates (CANDIDATES), filtered (FILTERED_CANDIDATES). Output: a dict
     with `frontier` and `filtered` tables and `stats` dicts. `score_fn(frontier_table) ->
     scores` scores each bucket when the strategy needs no global graph; otherwise the
-    caller scores the whole frontier after.
+    caller scores the whole frontier after. With `frontier_view` (a frontier delta round) the
+    frontier input is not used: the rows the round touches are read from the view (output
+    `hits`), `frontier` is the delta (those rows rewritten, and the new URLs) and `removed`
+    the fps that left.
 
     The seen side (the tables that grow with the crawl) enters the join only as hits:
     each seen file is probed map-side against the fps this round asks about (candidates
@@ -206,7 +209,7 @@ class UrlSeen(beam.PTransform):
                                                          self.signatures, self.frontier_view is not None))
                .with_output_types(pa.Table).with_outputs("filtered", "stats", "removed", main="frontier"))
         return {"frontier": out.frontier, "filtered": out.filtered, "stats": out.stats,
-                "removed": out.removed}
+                "removed": out.removed, "hits": frontier}
 
 
 class _ReadStaleRefusals(beam.DoFn):
