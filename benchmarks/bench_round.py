@@ -11,7 +11,8 @@ pending URLs, and whose visited table holds synthetic visited URLs, N known URLs
 round and prints its wall time and report.json's time split (fetch wall time, parse,
 URL-seen, score, write); `other` is the rest of the wall time: reading the crawl DB,
 pipeline construction and the runner's own work; `db` is the wall time but the fetch
-(reading, URL-seen's shuffle and merge, writing). With `--rounds K` it runs K rounds (each
+(reading, URL-seen's shuffle and merge, writing); `cpu s` the round's process CPU time (the
+in-process runner: less disturbed than wall time by other work on the machine). With `--rounds K` it runs K rounds (each
 fetches the best `--fetch` URLs the last one found) and prints, after each, the frontier's
 layout (full or delta), and the crawl directory's size against its live tables' (every
 table's files a view of the last round reads, the frontier counted as one compacted
@@ -153,14 +154,14 @@ def main(argv=None):
                  "max_pages": args.fetch, "max_per_host": 10, "fetch_threads": 64, "sitemaps": False}
         print(f"{'known URLs':>12} {'round':>5} {'wall s':>8} {'fetch':>7} {'parse':>7} {'urlseen':>8} "
               f"{'score':>6} {'write':>6} {'other':>6} {'db':>6} {'visited':>8} {'frontier':>9} "
-              f"{'layout':>6} {'dir MB':>8} {'live MB':>8} {'dir/live':>8} {'front.':>7}")
+              f"{'layout':>6} {'dir MB':>8} {'live MB':>8} {'dir/live':>8} {'front.':>7} {'cpu s':>6}")
         for known in args.known:
             root = work / f"crawl-{known}"
             crawl = make_crawl(root, known, real, flags)
             for _ in range(args.rounds):
-                t0 = time.time()
+                t0, c0 = time.time(), time.process_time()
                 report = round_mod.run_round(["--crawl_dir", str(root), *extra])
-                wall = time.time() - t0
+                wall, cpu = time.time() - t0, time.process_time() - c0
                 ts = report["time_split"]
                 rest = (wall - ts.get("fetch", 0) - ts.get("urlseen", 0) - ts.get("score", 0)
                         - ts.get("write", 0))
@@ -171,7 +172,7 @@ def main(argv=None):
                       f"{ts.get('urlseen', 0):>8.2f} {ts.get('score', 0):>6.2f} {ts.get('write', 0):>6.2f} "
                       f"{rest:>6.1f} {wall - ts.get('fetch', 0):>6.1f} {report['visited']:>8} "
                       f"{report['frontier_size']:>9} {kind:>6} {total / 1e6:>8.1f} {live / 1e6:>8.1f} "
-                      f"{total / live:>8.2f} {fdir / flive:>7.2f}", flush=True)
+                      f"{total / live:>8.2f} {fdir / flive:>7.2f} {cpu:>6.1f}", flush=True)
             shutil.rmtree(root, ignore_errors=True)
     finally:
         web.stop()
