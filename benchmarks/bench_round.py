@@ -12,7 +12,9 @@ round and prints its wall time and report.json's time split (fetch wall time, pa
 URL-seen, score, write); `other` is the rest of the wall time: reading the crawl DB,
 pipeline construction and the runner's own work; `db` is the wall time but the fetch
 (reading, URL-seen's shuffle and merge, writing); `cpu s` the round's process CPU time (the
-in-process runner: less disturbed than wall time by other work on the machine). With `--rounds K` it runs K rounds (each
+in-process runner: less disturbed than wall time by other work on the machine); `merged` the
+frontier rows URL-seen read, shuffled and merged (-1: not counted by that code); `wrote MB`
+the frontier files the round wrote (a delta and its removed fps, or the full frontier). With `--rounds K` it runs K rounds (each
 fetches the best `--fetch` URLs the last one found) and prints, after each, the frontier's
 layout (full or delta), and the crawl directory's size against its live tables' (every
 table's files a view of the last round reads, the frontier counted as one compacted
@@ -154,7 +156,8 @@ def main(argv=None):
                  "max_pages": args.fetch, "max_per_host": 10, "fetch_threads": 64, "sitemaps": False}
         print(f"{'known URLs':>12} {'round':>5} {'wall s':>8} {'fetch':>7} {'parse':>7} {'urlseen':>8} "
               f"{'score':>6} {'write':>6} {'other':>6} {'db':>6} {'visited':>8} {'frontier':>9} "
-              f"{'layout':>6} {'dir MB':>8} {'live MB':>8} {'dir/live':>8} {'front.':>7} {'cpu s':>6}")
+              f"{'layout':>6} {'dir MB':>8} {'live MB':>8} {'dir/live':>8} {'front.':>7} {'cpu s':>6} "
+              f"{'merged':>8} {'wrote MB':>8}")
         for known in args.known:
             root = work / f"crawl-{known}"
             crawl = make_crawl(root, known, real, flags)
@@ -172,7 +175,9 @@ def main(argv=None):
                       f"{ts.get('urlseen', 0):>8.2f} {ts.get('score', 0):>6.2f} {ts.get('write', 0):>6.2f} "
                       f"{rest:>6.1f} {wall - ts.get('fetch', 0):>6.1f} {report['visited']:>8} "
                       f"{report['frontier_size']:>9} {kind:>6} {total / 1e6:>8.1f} {live / 1e6:>8.1f} "
-                      f"{total / live:>8.2f} {fdir / flive:>7.2f} {cpu:>6.1f}", flush=True)
+                      f"{total / live:>8.2f} {fdir / flive:>7.2f} {cpu:>6.1f} "
+                      f"{report.get('stats', {}).get('frontier_rows_merged', -1):>8} "
+                      f"{_size(p for p in Path(crawl.round_dir(n)).glob('frontier*/*')) / 1e6:>8.2f}", flush=True)
             shutil.rmtree(root, ignore_errors=True)
     finally:
         web.stop()

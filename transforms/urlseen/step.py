@@ -124,6 +124,7 @@ class _MergeBucket(beam.DoFn):
             old, g["seen"], [unpack(x) for x in g["results"]],
             [unpack(x) for x in g["candidates"]], [unpack(x) for x in g["filtered"]],
             self.round_no, self.signatures)
+        stats["frontier_rows_merged"] = sum(t.num_rows for t in old)   # read, shuffled, merged
         if self.delta:   # frontier delta: the touched rows are the bucket's; report what left
             removed = _removed(old, frontier)
             if len(removed):
