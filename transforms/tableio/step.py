@@ -115,6 +115,10 @@ class _ReadLayer(beam.DoFn):
     def process(self, element, keys=None):
         path, layer = element
         names = self.schema.names
+        if keys is None and not len(self.index):   # a snapshot alone: every row, one read
+            for _, _, t in read_row_groups(path, self.schema):
+                yield t
+            return
         for pf, i, k in layer_key_groups(path, self.key):
             mask = self.index.keep(k, layer)
             if keys is not None:
@@ -124,7 +128,7 @@ class _ReadLayer(beam.DoFn):
             if mask.any():
                 cols = [c for c in names if c in pf.schema_arrow.names]
                 t = tables.conform(pf.read_row_group(i, columns=cols), self.schema)
-                yield t.filter(pa.array(mask))
+                yield t if mask.all() else t.filter(pa.array(mask))
 
 
 class ReadView(beam.PTransform):
