@@ -24,6 +24,14 @@ Table kinds
   view of round N is the union of the deltas of rounds 0..N. (A compaction that folds old
   deltas into one full snapshot lists the table under "full" in that round's manifest;
   the view then starts there. Readers need no change for it: `table_files` stops there.)
+- layered tables (LAYERED: the frontier): a snapshot table that a round may write as a
+  delta over the last full snapshot: the rows it added or changed, and in
+  `<table>_removed` the keys that left; the manifest lists it under "deltas". The view is
+  the snapshot plus the deltas since, latest row per key, removals applied
+  (`view_layers`, read with transforms.tableio.layers). A round writes a full snapshot
+  again (compaction) once the deltas since the last one hold more than `--compact_ratio`
+  of its rows (`compaction_due`); older rounds' layers that no kept view needs are pruned.
+  Any keyed table can join LAYERED: the round writes its delta and its removed keys.
 """
 import json
 import posixpath
@@ -35,10 +43,13 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas import tables
 from transforms.tableio.files import read_view
+from transforms.tableio.layers import read_layers
 
 SNAPSHOT_TABLES = ("frontier", "hosts", "opic", "deepweb")
 DELTA_TABLES = ("visited", "links", "pages", "filtered", "near_duplicates", "docfreq", "forms",
                 "recrawl", "outbox")   # outbox: URLs for other shards' hosts (pipelines/fleet.py)
+LAYERED = {"frontier": "fp"}   # snapshot tables a round may write as a delta: their key
+REMOVED_TABLES = tuple(f"{t}_removed" for t in LAYERED)
 COMMITTED = "_COMMITTED"
 PRUNED = "_PRUNED"
 CRAWL_JSON = "crawl.json"
@@ -150,39 +161,53 @@ class CrawlDir:
             return True
         return False
 
-    def commit(self, n: int, report: dict, full_tables=()) -> None:
-        """Write report.json, then _COMMITTED with the manifest: the round exists from then on."""
+    def commit(self, n: int, report: dict, full_tables=(), delta_tables=()) -> None:
+        """Write report.json, then _COMMITTED with the manifest: the round exists from then on.
+        `delta_tables`: the LAYERED tables this round wrote as deltas (see the module doc)."""
         manifest = {}
-        for table in SNAPSHOT_TABLES + DELTA_TABLES:
+        for table in SNAPSHOT_TABLES + DELTA_TABLES + REMOVED_TABLES:
             files = sorted(_match(_join(self.table_dir(n, table), "*.parquet")))
             manifest[table] = [posixpath.basename(f) for f in files]
         warc, cdxj = self._warc_listing(n)
         _write_text(_join(self.round_dir(n), REPORT_JSON), json.dumps(report, indent=2, sort_keys=True))
         _write_text(_join(self.round_dir(n), COMMITTED),
                     json.dumps({"round": n, "tables": manifest, "full": sorted(full_tables),
+                                "deltas": sorted(delta_tables),
                                 "warc": warc, "cdxj": cdxj}, indent=1, sort_keys=True))
 
     def prune_snapshots(self, keep: int) -> list:
-        """Delete the snapshot tables (frontier, hosts, opic) of committed rounds older than
-        the last `keep` (0: keep all); returns the rounds pruned now. `_PRUNED` is written
-        before anything is deleted, so an interrupted prune is finished by the next one and a
-        reader never meets a half-deleted snapshot without being told."""
+        """Delete the snapshot tables (frontier, hosts, opic, ...) of committed rounds older than
+        the last `keep` (0: keep all), but not the layers (LAYERED) a kept round's view still
+        reads; returns the rounds pruned now. `_PRUNED`, naming the tables, is written before
+        anything is deleted, so an interrupted prune is finished by the next one and a reader
+        never meets a half-deleted snapshot without being told."""
         if keep <= 0:
             return []
+        rounds = self.committed_rounds()
+        kept = rounds[-keep:]
+        needed = {t: min([r for k in kept for r, _, _ in self.view_layers(t, k)] or [0])
+                  for t in LAYERED}
         pruned = []
-        for n in self.committed_rounds()[:-keep]:
-            files = [f for t in SNAPSHOT_TABLES for f in _match(_join(self.table_dir(n, t), "*"))]
+        for n in rounds[:-keep]:
+            names = [t for t in SNAPSHOT_TABLES if t not in LAYERED or n < needed[t]]
+            names += [f"{t}_removed" for t in LAYERED if n < needed[t]]
+            files = [f for t in names for f in _match(_join(self.table_dir(n, t), "*"))]
             if not files:
                 continue
             marker = _join(self.round_dir(n), PRUNED)
-            if not FileSystems.exists(marker):
-                _write_text(marker, json.dumps({"tables": list(SNAPSHOT_TABLES), "keep": keep}))
+            done = json.loads(_read_text(marker)).get("tables", []) if FileSystems.exists(marker) else []
+            if not set(names) <= set(done):
+                _write_text(marker, json.dumps({"tables": sorted(set(done) | set(names)), "keep": keep}))
             FileSystems.delete(files)
             pruned.append(n)
         return pruned
 
-    def pruned(self, n: int) -> bool:
-        return FileSystems.exists(_join(self.round_dir(n), PRUNED))
+    def pruned(self, n: int, table=None) -> bool:
+        """Round n's snapshots (or only `table`'s) were pruned."""
+        marker = _join(self.round_dir(n), PRUNED)
+        if not FileSystems.exists(marker):
+            return False
+        return table is None or table in json.loads(_read_text(marker)).get("tables", SNAPSHOT_TABLES)
 
     def _warc_listing(self, n: int):
         """(WARC file names, index name or None) of round n, from the files.json its pipeline
@@ -233,15 +258,42 @@ class CrawlDir:
                                   "committed but its report is damaged; restore it from a backup.") from e
 
     # ---- table views --------------------------------------------------------------------
-    def table_files(self, table: str, upto: int) -> list:
-        """The Parquet files whose union is `table` as of committed round `upto`."""
-        if table in SNAPSHOT_TABLES:
-            rounds = [upto]
-            if self.manifest(upto)["tables"].get(table) and self.pruned(upto):
+    def view_layers(self, table: str, upto: int) -> list:
+        """[(round, files, removed files)] whose resolution is LAYERED `table` as of committed
+        round `upto`: the last full snapshot first, then each later round's delta."""
+        layers = []
+        for n in range(upto, -1, -1):
+            m = self.manifest(n)
+            if m["tables"].get(table) and self.pruned(n, table):
                 raise CrawlStateError(
                     f"round {upto}'s {table} table of {self.path} was pruned (--keep_snapshots keeps "
                     f"only the last rounds' frontier, hosts and opic); read a later round, or crawl "
                     f"with --keep_snapshots 0 to keep every round's.")
+            removed = m["tables"].get(f"{table}_removed", []) if table in LAYERED else []
+            layers.append((n, [_join(self.table_dir(n, table), f) for f in m["tables"].get(table, [])],
+                           [_join(self.table_dir(n, f"{table}_removed"), f) for f in removed]))
+            if table not in m.get("deltas", ()):
+                break
+        return layers[::-1]
+
+    def layer_rows(self, table: str, upto: int) -> list:
+        """Rows written plus keys removed per layer of `table`'s view (`view_layers`), every
+        file checked (`validate_files`: a damaged one is a CrawlStateError naming it)."""
+        return [self.validate_files(table, files) + (self.validate_files(f"{table}_removed", removed)
+                                                     if table in LAYERED else 0)
+                for _, files, removed in self.view_layers(table, upto)]
+
+    def compaction_due(self, table: str, upto: int, ratio: float) -> bool:
+        """The deltas of LAYERED `table` since its last full snapshot (rows written and keys
+        removed) exceed `ratio` x the snapshot's rows: the next round writes it in full."""
+        rows = self.layer_rows(table, upto)
+        return ratio <= 0 or sum(rows[1:]) > ratio * rows[0]
+
+    def table_files(self, table: str, upto: int) -> list:
+        """The Parquet files whose union is `table` as of committed round `upto` (for a LAYERED
+        table, the files of all its layers: read its view with `view_layers`/`read_table`)."""
+        if table in SNAPSHOT_TABLES:
+            return [f for _, files, _ in self.view_layers(table, upto) for f in files]
         elif table in DELTA_TABLES:
             rounds = []
             for n in reversed([r for r in self.committed_rounds() if r <= upto]):
@@ -293,4 +345,8 @@ class CrawlDir:
 
     def read_table(self, table: str, upto: int, columns=None) -> pa.Table:
         """The whole view of `table` as one Arrow table (for reports, notebooks and tests)."""
+        if table in LAYERED:
+            layers = [(f, r) for _, f, r in self.view_layers(table, upto)]
+            parts = list(read_layers(layers, tables.TABLES[table], columns, key=LAYERED[table]))
+            return pa.concat_tables(parts) if parts else read_view([], tables.TABLES[table], columns)
         return read_view(self.table_files(table, upto), tables.TABLES[table], columns)

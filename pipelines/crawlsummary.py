@@ -24,9 +24,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.crawldir import CrawlStateError
+from pipelines.crawldir import LAYERED, CrawlStateError
 from schemas import tables
 from transforms.tableio.files import read_row_group
+from transforms.tableio.layers import read_layers
 
 TOP = 10
 NONE = "none"          # a null value (no HTTP response, no content type)
@@ -54,6 +55,9 @@ def _scan(crawl, table, upto, columns):
     """Yield the table's view as of round `upto`, one row group at a time, `columns` only
     (Parquet reads just those column chunks: memory holds one row group's few columns)."""
     schema = tables.TABLES[table]
+    if table in LAYERED:   # the frontier: its snapshot and deltas, resolved
+        yield from read_layers([(f, r) for _, f, r in crawl.view_layers(table, upto)], schema, columns)
+        return
     for path in _files_of(crawl, table, upto):
         try:
             with FileSystems.open(path) as f:

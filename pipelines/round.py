@@ -18,6 +18,7 @@ from pipelines import focused
 from pipelines import report as report_mod
 from pipelines.config import ConfigError, RoundConfig
 from pipelines.crawldir import CrawlDir, CrawlStateError
+from pipelines.frontierlayout import frontier_as_delta
 from pipelines.revisits import plan_revisits, write_compaction
 from pipelines.roundpipeline import build_round, changed_refusal_settings, plan_round
 from pipelines.runner import run_pipeline
@@ -85,6 +86,7 @@ def next_round(cmd, out=print, noted=None):
     cfg = focused.with_docfreq(cfg, crawl, prev)   # vertical: the crawl's document frequencies
     fleet.check_layout(crawl, cfg.shard)
     plan = plan_round(crawl, prev)
+    delta = frontier_as_delta(crawl, prev, cfg, settings)   # else a full frontier (compaction)
     revisits = plan_revisits(crawl, prev, cfg)   # incremental mode: due revisits (else empty)
     inbox, inbox_rows, read_through = fleet.plan_inbox(crawl, prev, cfg.shard)   # other shards' URLs
     why_not = nothing_due(crawl, prev, now, cfg.generate.max_depth)
@@ -98,13 +100,15 @@ def next_round(cmd, out=print, noted=None):
     started = time.time()
     crawl.write_json(round_no, "options.json", settings)
     fleet.write_read_through(crawl, round_no, cfg.shard, read_through)
-    result = run_pipeline(lambda p: build_round(p, crawl, cfg, plan, revisits=revisits, inbox=inbox),
-                          cmd.beam_argv)
+    result = run_pipeline(lambda p: build_round(p, crawl, cfg, plan, revisits=revisits, inbox=inbox,
+                                                frontier_delta=delta), cmd.beam_argv)
     report = report_mod.round_report(crawl, round_no, prev, settings, started, time.time(), result)
     report["round_time"] = now          # the clock generate and the due tests ran at
     faults.crash_point("before_commit")
-    # incremental: the recrawl deltas compacted into this round's table when they grew
-    crawl.commit(round_no, report, full_tables=write_compaction(crawl, round_no, revisits))
+    # incremental: the recrawl deltas compacted into this round's table when they grew;
+    # the frontier written as a delta over the last full snapshot (frontierlayout)
+    crawl.commit(round_no, report, full_tables=write_compaction(crawl, round_no, revisits),
+                 delta_tables=("frontier",) if delta else ())
     # old rounds' frontier/hosts/opic: only the last committed round's are ever read again
     crawl.prune_snapshots(int(settings.get("keep_snapshots") or 0))
     return report

@@ -28,7 +28,15 @@ from transforms.recrawl.step import UpdateRecrawlState
 from transforms.score.modes import LocalScore, scores_per_row, uses_beam_pagerank
 from transforms.score.step import BoundFrontier, ScoreByBeamPageRank, ScoreWholeFrontier
 from transforms.shard.step import OwnFrontier, RouteCandidates
-from transforms.tableio.step import CommitTables, ReadTables, WriteStats, WriteTable, sum_dicts
+from transforms.tableio.step import (
+    CommitTables,
+    ReadTables,
+    ReadView,
+    ViewSpec,
+    WriteStats,
+    WriteTable,
+    sum_dicts,
+)
 from transforms.urls import refusals
 from transforms.urlseen.candidates import candidates_and_edges, filtered_table
 from transforms.urlseen.step import ReadmitRefused, UrlSeen
@@ -100,12 +108,28 @@ def _stale_refusal_files(files, changed):
     return out
 
 
-def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inbox=()):
+def _counts_after(old, merged, now, max_depth):
+    """Frontier delta: per-host due counts and rows of the frontier after this round, as the
+    old view's, minus those of the rows URL-seen read (`hits`: each was rewritten into the
+    delta or removed), plus the delta's. The old view is the one Generate reads (no reread)."""
+    def counts(t, sign):
+        return {**{h: sign * c for h, c in _schedulable(t, now, max_depth).items()},
+                _ROWS: sign * t.num_rows}
+    return ((old | "OldCounts" >> beam.Map(counts, 1), merged["hits"] | "HitCounts" >> beam.Map(counts, -1),
+             merged["frontier"] | "DeltaCounts" >> beam.Map(counts, 1)) | "CountsAfter" >> beam.Flatten())
+
+
+_ROWS = ("frontier_rows",)   # not a host name: the row count travels with the host counts
+
+
+def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inbox=(),
+                frontier_delta=False):
     """Wire round `cfg.round_no`'s pipeline onto `p`; its outputs go to rounds/N/.
 
     `cfg`: the round's RoundConfig; `plan`: plan_round's (files, rows) of the committed
     inputs; `seeds`: candidates bundles to inject; `do_fetch` False for an inject round;
-    `inbox`: other shards' outbox files for this shard (pipelines.fleet.plan_inbox).
+    `inbox`: other shards' outbox files for this shard (pipelines.fleet.plan_inbox);
+    `frontier_delta`: write the frontier as a delta (pipelines.frontierlayout).
     """
     files, rows = plan
     round_no, gen = cfg.round_no, cfg.generate
@@ -118,7 +142,11 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
     buckets = max(MIN_BUCKETS, math.ceil((rows["frontier"] + rows["visited"] + rows["filtered"])
                                          / BUCKET_ROWS))
 
-    frontier = _read(p, "Frontier", files["frontier"], tables.FRONTIER)
+    # the frontier's consistent view: the last full snapshot and the deltas since (crawldir)
+    prev = round_no - 1 if files["frontier"] else None
+    view = ViewSpec([(f, r) for _, f, r in crawl.view_layers("frontier", prev)] if prev is not None
+                    else [([], [])], tables.FRONTIER)
+    frontier = p | "ReadFrontier" >> ReadView(view, reshuffle=spreads_files(p))
     if cfg.shard:   # a sharded crawl: only this shard's hosts (the rest go to their owners)
         owned = frontier | "OwnFrontier" >> OwnFrontier(cfg.shard)
         frontier = owned["frontier"]
@@ -230,7 +258,7 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
     score_fn = LocalScore(ordering) if scores_per_row(ordering) else None
     merged = {"frontier": frontier, "seen": seen_files, "results": result_tables,
               "candidates": candidates, "filtered": filtered} | "UrlSeen" >> UrlSeen(
-        buckets, round_no, score_fn, cfg.signatures)
+        buckets, round_no, score_fn, cfg.signatures, view if frontier_delta else None)
     new_frontier = merged["frontier"]
     # Score: strategies that need more than a row see the whole frontier (or the Beam PageRank)
     if score_fn is None and uses_beam_pagerank(ordering, cfg.score.pagerank_path,
@@ -257,10 +285,19 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
         new_frontier = bounded["frontier"]
         new_filtered = (new_filtered, bounded["filtered"]) | "WithBufferFull" >> beam.Flatten()
         stats.append(bounded["stats"])
-    pending = (new_frontier
-               | "Schedulable" >> beam.Map(_schedulable, cfg.now, gen.max_depth)
-               | "SumSchedulable" >> beam.CombineGlobally(sum_dicts)
-               | "Pending" >> beam.Map(_pending, gen.max_per_host, gen.max_pages))
+    if frontier_delta:   # the delta and the fps that left are written; counts from the old view
+        write(merged["removed"], "WriteFrontierRemoved", "frontier_removed", tables.REMOVED)
+        counts = (_counts_after(frontier, merged, cfg.now, gen.max_depth)
+                  | "SumSchedulable" >> beam.CombineGlobally(sum_dicts))
+        stats.append(counts | "FrontierRows" >> beam.Map(lambda c: {"frontier_rows": c.get(_ROWS, 0)}))
+        pending = counts | "Pending" >> beam.Map(
+            lambda c, cap, k: _pending({h: n for h, n in c.items() if h != _ROWS}, cap, k),
+            gen.max_per_host, gen.max_pages)
+    else:
+        pending = (new_frontier
+                   | "Schedulable" >> beam.Map(_schedulable, cfg.now, gen.max_depth)
+                   | "SumSchedulable" >> beam.CombineGlobally(sum_dicts)
+                   | "Pending" >> beam.Map(_pending, gen.max_per_host, gen.max_pages))
     stats.append(pending)
 
     # write round N: frontier, filtered, links, hosts and the counters of the report

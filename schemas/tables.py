@@ -309,6 +309,10 @@ CANDIDATES = pa.schema([
 
 FP_ONLY = pa.schema([("fp", pa.int64())])
 
+# A table written as deltas over a full snapshot (pipelines/crawldir.py LAYERED) has, in a
+# delta round, "<table>_removed": the keys that left the view in that round.
+REMOVED = FP_ONLY
+
 # A sharded crawl's outbox (rounds/N/outbox/to-SS-*.parquet): the URL-seen candidates of
 # hosts another shard owns, one file set per destination shard SS (pipelines/fleet.py).
 OUTBOX = CANDIDATES
@@ -340,6 +344,7 @@ TABLES = {
     "deepweb": DEEPWEB,
     "recrawl": RECRAWL,
     "outbox": OUTBOX,
+    "frontier_removed": REMOVED,
 }
 
 

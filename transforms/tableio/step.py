@@ -19,6 +19,7 @@ import time
 import uuid
 
 import apache_beam as beam
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
@@ -30,6 +31,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import tables
 from transforms.tableio.files import _subschema, read_row_groups
+from transforms.tableio.layers import DeltaIndex, layer_key_groups
 
 
 class ArrowTableCoder(beam.coders.Coder):
@@ -90,6 +92,64 @@ class ReadTables(beam.PTransform):
         element = (beam.typehints.Tuple[str, int, pa.Table] if self.with_positions else pa.Table)
         return files | "ReadRowGroups" >> beam.ParDo(
             _ReadRowGroups(self.schema, self.columns, self.with_positions)).with_output_types(element)
+
+class ViewSpec:
+    """A layered table's view to read (transforms.tableio.layers): its layers [(files,
+    removed files)], schema, key, and the DeltaIndex (read once, here, at construction)."""
+
+    def __init__(self, layers, schema, key="fp"):
+        self.layers, self.schema, self.key = [(list(f), list(r)) for f, r in layers], schema, key
+        self.index = DeltaIndex.read(self.layers, key)
+
+    def files(self):
+        return [(path, j) for j, (files, _) in enumerate(self.layers) for path in files]
+
+
+class _ReadLayer(beam.DoFn):
+    """(path, layer) -> the row groups' rows in the view; with a side input of sorted keys,
+    only the rows whose key is in it (`keep` "in") or not in it ("out"). The key column is
+    read first: a row group with no row to keep is not read further."""
+
+    def __init__(self, spec, columns, keep):
+        self.index, self.key, self.keep = spec.index, spec.key, keep
+        self.schema = _subschema(spec.schema, columns)
+
+    def process(self, element, keys=None):
+        path, layer = element
+        names = self.schema.names
+        if keys is None and not len(self.index):   # a snapshot alone: every row, one read
+            for _, _, t in read_row_groups(path, self.schema):
+                yield t
+            return
+        for pf, i, k in layer_key_groups(path, self.key):
+            mask = self.index.keep(k, layer)
+            if keys is not None:
+                pos = np.minimum(np.searchsorted(keys, k), max(len(keys) - 1, 0))
+                found = (keys[pos] == k) if len(keys) else np.zeros(len(k), bool)
+                mask &= found if self.keep == "in" else ~found
+            if mask.any():
+                cols = [c for c in names if c in pf.schema_arrow.names]
+                t = tables.conform(pf.read_row_group(i, columns=cols), self.schema)
+                yield t if mask.all() else t.filter(pa.array(mask))
+
+
+class ReadView(beam.PTransform):
+    """A layered table's consistent view (`ViewSpec`) -> Arrow tables of `columns`.
+
+    `keys` (a singleton PCollection of sorted int64 keys) and `keep` ("in"/"out") restrict
+    it to the rows whose key is / is not in that set, e.g. the frontier rows a round touches.
+    """
+
+    def __init__(self, spec, columns=None, keys=None, keep="in", reshuffle=False):
+        super().__init__()
+        self.spec, self.columns, self.keys, self.keep, self.reshuffle = spec, columns, keys, keep, reshuffle
+
+    def expand(self, pbegin):
+        files = pbegin | "LayerFiles" >> beam.Create(self.spec.files(), reshuffle=self.reshuffle)
+        side = [] if self.keys is None else [beam.pvalue.AsSingleton(self.keys)]
+        return files | "ReadLayer" >> beam.ParDo(
+            _ReadLayer(self.spec, self.columns, self.keep), *side).with_output_types(pa.Table)
+
 
 PARQUET_CODEC = "zstd"
 ROW_GROUP_ROWS = 64 * 1024

@@ -13,6 +13,7 @@ from apache_beam.io.filesystems import FileSystems
 from schemas import tables
 from schemas.tables import FP_ONLY, ParquetReadError
 from transforms.tableio.files import read_row_groups
+from transforms.tableio.step import ReadView
 from transforms.urls.fpsets import FpIndex, sorted_union
 from transforms.urlseen.buckets import _np, _split_fps, _split_packed, unpack
 from transforms.urlseen.merge import FILTERED, HARD, REFUSED, merge_bucket
@@ -111,16 +112,24 @@ def _split_kind_fps(kind_fps, buckets):
 
 
 class _MergeBucket(beam.DoFn):
-    def __init__(self, round_no, score_fn, signatures=None):
+    def __init__(self, round_no, score_fn, signatures=None, delta=False):
         self.round_no, self.score_fn, self.signatures = round_no, score_fn, signatures
+        self.delta = delta
 
     def process(self, element):
         started = time.perf_counter()
         bucket, g = element
+        old = [unpack(x) for x in g["frontier"]]
         frontier, filtered, stats = merge_bucket(
-            [unpack(x) for x in g["frontier"]], g["seen"], [unpack(x) for x in g["results"]],
+            old, g["seen"], [unpack(x) for x in g["results"]],
             [unpack(x) for x in g["candidates"]], [unpack(x) for x in g["filtered"]],
             self.round_no, self.signatures)
+        stats["frontier_rows_merged"] = sum(t.num_rows for t in old)   # read, shuffled, merged
+        if self.delta:   # frontier delta: the touched rows are the bucket's; report what left
+            removed = _removed(old, frontier)
+            if len(removed):
+                yield beam.pvalue.TaggedOutput("removed", pa.table({"fp": pa.array(removed, pa.int64())}))
+            stats["frontier_rows_written"] = stats.pop("frontier_rows", 0)
         if self.score_fn is not None and frontier.num_rows:
             scores = np.asarray(self.score_fn(frontier), dtype=np.float64)
             frontier = frontier.set_column(frontier.schema.get_field_index("score"), "score",
@@ -133,6 +142,15 @@ class _MergeBucket(beam.DoFn):
         yield beam.pvalue.TaggedOutput("stats", stats)
 
 
+def _removed(old_parts, frontier):
+    """The fps of the frontier rows that came in (`old_parts`) and did not come out."""
+    old = [_np(t.column("fp")) for t in old_parts if t is not None and t.num_rows]
+    if not old:
+        return np.zeros(0, np.int64)
+    old = np.unique(np.concatenate(old).astype(np.int64))
+    return old[~np.isin(old, _np(frontier.column("fp")).astype(np.int64))]
+
+
 class UrlSeen(beam.PTransform):
     """CoGroupByKey of frontier, seen hits, results and candidates on fingerprint buckets.
 
@@ -141,7 +159,10 @@ class UrlSeen(beam.PTransform):
     (RESULTS), candidates (CANDIDATES), filtered (FILTERED_CANDIDATES). Output: a dict
     with `frontier` and `filtered` tables and `stats` dicts. `score_fn(frontier_table) ->
     scores` scores each bucket when the strategy needs no global graph; otherwise the
-    caller scores the whole frontier after.
+    caller scores the whole frontier after. With `frontier_view` (a frontier delta round) the
+    frontier input is not used: the rows the round touches are read from the view (output
+    `hits`), `frontier` is the delta (those rows rewritten, and the new URLs) and `removed`
+    the fps that left.
 
     The seen side (the tables that grow with the crawl) enters the join only as hits:
     each seen file is probed map-side against the fps this round asks about (candidates
@@ -152,10 +173,13 @@ class UrlSeen(beam.PTransform):
     stages, more than the zstd-packed parts cost in the shuffle.)
     """
 
-    def __init__(self, buckets, round_no, score_fn=None, signatures=None):
+    def __init__(self, buckets, round_no, score_fn=None, signatures=None, frontier_view=None):
         super().__init__()
         self.buckets, self.round_no, self.score_fn = buckets, round_no, score_fn
         self.signatures = dict(signatures or {})   # {refusal key: signature} (urls.refusals)
+        # frontier delta (tableio ViewSpec): read only the frontier rows this round's results,
+        # candidates and filtered URLs touch; the output is the delta, plus `removed` fps
+        self.frontier_view = frontier_view
 
     def expand(self, inputs):
         b = self.buckets
@@ -168,8 +192,13 @@ class UrlSeen(beam.PTransform):
                      | "ProbeSeen" >> beam.ParDo(_ProbeSeen(self.signatures.values()),
                                                  beam.pvalue.AsSingleton(probe))
                      | "BucketSeenHits" >> beam.FlatMap(_split_kind_fps, b))
+        frontier = inputs["frontier"]
+        if self.frontier_view is not None:
+            touching = ((probe, inputs["results"] | "ResultFps" >> beam.Map(lambda t: _np(t.column("fp"))))
+                        | "TouchingFps" >> beam.Flatten() | "TouchSet" >> beam.CombineGlobally(sorted_union))
+            frontier = probe.pipeline | "FrontierHits" >> ReadView(self.frontier_view, keys=touching)
         keyed = {
-            "frontier": inputs["frontier"] | "BucketFrontier" >> beam.FlatMap(_split_packed, b),
+            "frontier": frontier | "BucketFrontier" >> beam.FlatMap(_split_packed, b),
             "seen": seen_hits,
             "results": inputs["results"] | "BucketResults" >> beam.FlatMap(_split_packed, b),
             "candidates": inputs["candidates"] | "BucketCandidates" >> beam.FlatMap(
@@ -178,9 +207,10 @@ class UrlSeen(beam.PTransform):
         }
         out = (keyed | "JoinOnBucket" >> beam.CoGroupByKey()
                | "MergeBucket" >> beam.ParDo(_MergeBucket(self.round_no, self.score_fn,
-                                                         self.signatures))
-               .with_output_types(pa.Table).with_outputs("filtered", "stats", main="frontier"))
-        return {"frontier": out.frontier, "filtered": out.filtered, "stats": out.stats}
+                                                         self.signatures, self.frontier_view is not None))
+               .with_output_types(pa.Table).with_outputs("filtered", "stats", "removed", main="frontier"))
+        return {"frontier": out.frontier, "filtered": out.filtered, "stats": out.stats,
+                "removed": out.removed, "hits": frontier}
 
 
 class _ReadStaleRefusals(beam.DoFn):
