@@ -285,6 +285,7 @@ class RoundConfig:
     deepweb: ProbeConfig | None = None  # --deep_web forms: how forms are probed
     recrawl: RecrawlConfig | None = None   # --mode and the revisit settings (issue #13)
     shard: ShardConfig | None = None    # a sharded crawl's shard and partitioner
+    memory_mb: int = 1024               # --memory_mb: the round's memory budget (roundpipeline)
 
     @property
     def signatures(self) -> dict:
@@ -336,6 +337,7 @@ class RoundConfig:
             deepweb=deepweb_config(s),
             recrawl=recrawl(s),
             shard=shard_config(s),
+            memory_mb=int(s.get("memory_mb") or 1024),
         )
 
 

@@ -215,9 +215,10 @@ class Fetch(beam.PTransform):
       stats     counter dicts (fetch seconds)
     """
 
-    def __init__(self, fetch_config, threads, use_sitemaps, url_filter, progress_seconds=0.0):
+    def __init__(self, fetch_config, threads, use_sitemaps, url_filter, progress_seconds=0.0,
+                 max_ready=256):
         super().__init__()
-        self.fetch_hosts = FetchHosts(fetch_config, threads, use_sitemaps, progress_seconds)
+        self.fetch_hosts = FetchHosts(fetch_config, threads, use_sitemaps, progress_seconds, max_ready)
         self.url_filter = url_filter
 
     def expand(self, inputs):

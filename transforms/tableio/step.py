@@ -16,6 +16,7 @@ carries `pa.Table` elements between stages as Arrow IPC bytes.
 
 import json
 import time
+import uuid
 
 import apache_beam as beam
 import pyarrow as pa
@@ -25,8 +26,12 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.iobase import Write
 from apache_beam.metrics import Metrics
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import tables
+from transforms.tableio import spill
 from transforms.tableio.files import _subschema, read_row_groups
 
 
@@ -209,3 +214,50 @@ class WriteStats(beam.PTransform):
         return (stats
                 | "Sum" >> beam.CombineGlobally(sum_dicts)
                 | "Write" >> beam.ParDo(_WriteJson(self.path)))
+
+
+class _SpillToFiles(beam.DoFn):
+    """Elements -> paths of spill files holding them (at most ~`chunk_bytes` pickled each)."""
+
+    def __init__(self, directory, chunk_bytes):
+        self.directory, self.chunk_bytes = directory.rstrip("/"), max(1, int(chunk_bytes))
+
+    def setup(self):
+        self._files, self._bytes = Metrics.counter("spill", "files"), Metrics.counter("spill", "bytes")
+
+    def start_bundle(self):
+        self._buf, self._size = [], 0
+
+    def _flush(self):
+        path = f"{self.directory}/{uuid.uuid4().hex}.spill"
+        self._bytes.inc(spill.write_spill(path, self._buf))
+        self._files.inc()
+        self._buf, self._size = [], 0
+        return path
+
+    def process(self, element):
+        data = spill.encode(element)
+        self._buf.append(data)
+        self._size += len(data)
+        if self._size >= self.chunk_bytes:
+            yield self._flush()
+
+    def finish_bundle(self):
+        if self._buf:
+            yield WindowedValue(self._flush(), MIN_TIMESTAMP, [GlobalWindow()])
+
+
+class Spill(beam.PTransform):
+    """A PCollection through spill files (tableio.spill): the producing stage writes its
+    elements to files under `directory` as they come, only the paths cross the stage
+    boundary (a Reshuffle), and the next stage reads one file at a time. Same elements out
+    (order not kept); memory holds one file's worth, not the whole PCollection."""
+
+    def __init__(self, directory, chunk_bytes):
+        super().__init__()
+        self.directory, self.chunk_bytes = directory, chunk_bytes
+
+    def expand(self, pcoll):
+        return (pcoll | "ToFiles" >> beam.ParDo(_SpillToFiles(self.directory, self.chunk_bytes))
+                | "Paths" >> beam.Reshuffle()
+                | "FromFiles" >> beam.FlatMap(spill.read_spill))
