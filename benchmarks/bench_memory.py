@@ -9,8 +9,8 @@ directory), then for each size N runs ONE round of N pages (`--max_pages N --max
 --conns_per_host 4 --delay_per_host 0`) in a fresh `python -m pipelines.round` process on a
 copy of that directory, once per code version and budget: this checkout at each
 `--budgets` value (`default` = the flag not given), and the checkout `--before` names
-(e.g. main before the memory budget) without the flag. Prints each round's peak RSS (the
-child's ru_maxrss), wall time and pages/s, and the ratio of the largest round's peak to the
+(e.g. main before the memory budget) without the flag. Prints each round's peak RSS (GNU
+time's %M of the round process), wall time and pages/s, and the ratio of the largest round's peak to the
 smallest's. Rows are run one after another, so pages/s compare within one run. Not a test.
 """
 from __future__ import annotations
@@ -50,20 +50,21 @@ def run_round(code, d, pages, extra):
     """One round of `pages` pages by the code at `code`; its report plus peak RSS and wall."""
     env = {**os.environ, "PYTHONPATH": str(code)}
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "pipelines.round", "--crawl_dir", str(d),
-                             "--max_pages", str(pages), "--max_per_host", str(pages), *COMMON,
-                             *extra], cwd=code, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
+    # peak RSS from /usr/bin/time: a child's ru_maxrss read here would start at this
+    # process's own peak (Linux carries it over fork/vfork + exec), and this one holds the web
+    proc = subprocess.run(["/usr/bin/time", "-f", "maxrss_kb=%M", sys.executable, "-m",
+                           "pipelines.round", "--crawl_dir", str(d), "--max_pages", str(pages),
+                           "--max_per_host", str(pages), *COMMON, *extra],
+                          cwd=code, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - started
-    out, err = proc.stdout.read().decode(), proc.stderr.read().decode()
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"round failed ({code}):\n{out}\n{err[-3000:]}")
+    if proc.returncode != 0:
+        raise SystemExit(f"round failed ({code}):\n{proc.stdout}\n{proc.stderr[-3000:]}")
+    rss_kb = int(proc.stderr.rsplit("maxrss_kb=", 1)[1].split()[0])
     n = max(int(p.name) for p in (Path(d) / "rounds").iterdir() if (p / "_COMMITTED").exists())
     report = json.loads((Path(d) / "rounds" / f"{n:06d}" / "report.json").read_text())
     fetched = report.get("visited", 0)
     pending = report.get("frontier_size", 0)
-    return {"fetched": fetched, "pending": pending, "rss_mb": usage.ru_maxrss / 1024,
+    return {"fetched": fetched, "pending": pending, "rss_mb": rss_kb / 1024,
             "wall": wall, "pages_s": fetched / wall if wall else 0.0}
 
 

@@ -29,7 +29,8 @@ from transforms.score.modes import LocalScore, scores_per_row, uses_beam_pageran
 from transforms.score.step import BoundFrontier, ScoreByBeamPageRank, ScoreWholeFrontier
 from transforms.shard.step import OwnFrontier, RouteCandidates
 from transforms.tableio import spill
-from transforms.tableio.step import ReadTables, Spill, WriteStats, WriteTable, sum_dicts
+from transforms.tableio.step import (CommitTables, ReadSpilled, ReadTables, SpillToFiles, WriteStats,
+                                     WriteTable, sum_dicts)
 from transforms.urls import refusals
 from transforms.urlseen.candidates import candidates_and_edges, filtered_table
 from transforms.urlseen.step import ReadmitRefused, UrlSeen
@@ -130,6 +131,11 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
     files, rows = plan
     round_no, gen = cfg.round_no, cfg.generate
     out = lambda table: crawl.table_prefix(round_no, table)   # noqa: E731
+    written, schemas = [], {}   # every table's parts, renamed into place by one CommitTables
+
+    def write(pcoll, label, table, schema, *args):
+        schemas[out(table)] = schema
+        written.append(pcoll | label >> WriteTable(out(table), schema, *args))
     sizes = budget_sizes(cfg.memory_mb)
     # URL-seen buckets: the committed rows plus the links this round may bring, so one
     # bucket's merge stays within the budget however large the round
@@ -159,11 +165,12 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
             cfg.fetch, cfg.fetch_threads, cfg.sitemaps, cfg.scope, cfg.progress_seconds,
             sizes["ready_pages"])
         # Page: each fetched page's fate (visited row, links, filtered, stored body)
+        # (the round's link bundles wait for content-seen in spill files, not in memory)
+        spill_dir = crawl.round_dir(round_no) + f"/{spill.DIRNAME}/links"
         paged = ({"pages": fetched["pages"], "bundles": fetched["sitemaps"], "results": fetched["results"]}
-                 | "ProcessPages" >> ProcessPages(cfg.page))
-        # the round's link bundles wait for content-seen in spill files, not in memory
-        links = paged["links"] | "SpillLinks" >> Spill(
-            crawl.round_dir(round_no) + f"/{spill.DIRNAME}/links", sizes["spill_bytes"])
+                 | "ProcessPages" >> ProcessPages(cfg.page, cfg.page_processes, lambda: SpillToFiles(
+                     spill_dir, sizes["spill_bytes"])))
+        links = paged["links"] | "ReadSpilledLinks" >> ReadSpilled()
         # Content-seen: exact and near duplicates against every committed round
         content = ({"visited": paged["visited"], "links": links, "pages": paged["pages"],
                     "old": visited_view}
@@ -178,11 +185,11 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
             stats.append(content["visited"] | "HarvestStats" >> beam.Map(
                 harvest_stats, cfg.page.focus.threshold))
         # small row groups: content-seen reads url/minhash of only the row groups with hits
-        content["visited"] | "WriteVisited" >> WriteTable(out("visited"), tables.VISITED, VISITED_ROW_GROUP)
-        content["pages"] | "WritePages" >> WriteTable(out("pages"), tables.PAGES)
-        content["near"] | "WriteNear" >> WriteTable(out("near_duplicates"), tables.NEAR_DUPLICATES)
+        write(content["visited"], "WriteVisited", "visited", tables.VISITED, VISITED_ROW_GROUP)
+        write(content["pages"], "WritePages", "pages", tables.PAGES)
+        write(content["near"], "WriteNear", "near_duplicates", tables.NEAR_DUPLICATES)
         if paged["docfreq"] is not None:   # vertical: this round's document frequencies
-            paged["docfreq"] | "WriteDocFreq" >> WriteTable(out("docfreq"), tables.DOCFREQ)
+            write(paged["docfreq"], "WriteDocFreq", "docfreq", tables.DOCFREQ)
         if cfg.warc_max_bytes:   # Archive: the fetches as WARC files and their CDXJ index
             stats.append(paged["archive"] | "WriteWarc" >> WriteWarc(
                 crawl.warc_dir(round_no), round_no, cfg.warc_max_bytes, {"round": str(round_no)}))
@@ -200,10 +207,10 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
                   | "ProbeForms" >> ProbeForms(round_no, cfg.deepweb, cfg.scope))
         link_bundles = (link_bundles, probed["links"]) | "WithSubmissions" >> beam.Flatten()
         filtered_bundles = (filtered_bundles, probed["filtered"]) | "WithFilteredSubmissions" >> beam.Flatten()
-        probed["forms"] | "WriteForms" >> WriteTable(out("forms"), tables.FORMS)
+        write(probed["forms"], "WriteForms", "forms", tables.FORMS)
         deepweb_state = probed["state"]
         stats.append(probed["stats"])
-    deepweb_state | "WriteDeepWeb" >> WriteTable(out("deepweb"), tables.DEEPWEB)
+    write(deepweb_state, "WriteDeepWeb", "deepweb", tables.DEEPWEB)
 
     if seeds:
         seed_bundles = p | "Seeds" >> beam.Create(list(seeds), reshuffle=False)
@@ -219,7 +226,7 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
         recrawl = ({"visited": content["visited"], "fetch_list": fetch_list, "candidates": candidates}
                    | "RecrawlState" >> UpdateRecrawlState(revisits.prev_rows if revisits is not None else {},
                                                           round_no, cfg.now))
-        recrawl["state"] | "WriteRecrawl" >> WriteTable(out("recrawl"), tables.RECRAWL)
+        write(recrawl["state"], "WriteRecrawl", "recrawl", tables.RECRAWL)
         plan_stats = {k: v for k, v in dict((revisits.stats if revisits is not None else {}),
                                                 recrawl_round_time=cfg.now).items() if v is not None}
         stats.extend([recrawl["stats"], p | "RecrawlPlan" >> beam.Create([plan_stats])])
@@ -244,6 +251,8 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
         routed = ((candidates, owned["away"], inbox_tables) | "AllCandidates" >> beam.Flatten()
                   | "RouteCandidates" >> RouteCandidates(cfg.shard, crawl.table_dir(round_no, "outbox")))
         candidates = routed["candidates"]
+        written.extend(routed["written"])
+        schemas.update(routed["schemas"])
         stats.append(routed["stats"])
 
     # URL-seen: CoGroupByKey on fingerprint buckets of frontier, seen hits, results, links
@@ -270,7 +279,7 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
                       ordering, {name: files[name] for name in ("opic", "links", "visited")}))
         new_frontier = scored["frontier"]
         stats.append(scored["stats"])
-        scored["opic"] | "WriteOpic" >> WriteTable(out("opic"), tables.OPIC)
+        write(scored["opic"], "WriteOpic", "opic", tables.OPIC)
     stats.append(merged["stats"])
     new_filtered = merged["filtered"]
     if cfg.max_buffer:   # MAX_BUFFER: the lowest-scored URLs leave as filtered (buffer_full)
@@ -285,9 +294,10 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
     stats.append(pending)
 
     # write round N: frontier, filtered, links, hosts and the counters of the report
-    new_frontier | "WriteFrontier" >> WriteTable(out("frontier"), tables.FRONTIER)
-    new_filtered | "WriteFiltered" >> WriteTable(out("filtered"), tables.FILTERED)
-    edges | "WriteLinks" >> WriteTable(out("links"), tables.LINKS)
-    new_hosts | "WriteHosts" >> WriteTable(out("hosts"), tables.HOSTS)
+    write(new_frontier, "WriteFrontier", "frontier", tables.FRONTIER)
+    write(new_filtered, "WriteFiltered", "filtered", tables.FILTERED)
+    write(edges, "WriteLinks", "links", tables.LINKS)
+    write(new_hosts, "WriteHosts", "hosts", tables.HOSTS)
+    tuple(written) | "AllWritten" >> beam.Flatten() | "CommitTables" >> CommitTables(schemas)
     (tuple(stats) | "AllStats" >> beam.Flatten()
      | "WriteStats" >> WriteStats(crawl.round_dir(round_no) + "/" + report_mod.STATS_JSON))

@@ -1,4 +1,5 @@
-"""WriteTable: small upstream tables land in full row groups; write time is a metric."""
+"""WriteTable + CommitTables: small upstream tables land in full row groups; write time is a
+metric; only completed bundles' parts become the table; an empty table still gets its file."""
 import glob
 
 import apache_beam as beam
@@ -20,8 +21,9 @@ def _part(start, n):
 def test_small_tables_are_buffered_into_row_groups_and_nothing_is_lost(tmp_path):
     prefix = str(tmp_path / "filtered" / "part")
     p = beam.Pipeline(runner=FnApiRunner())
-    (p | beam.Create([_part(i * 30, 30) for i in range(10)], reshuffle=False)
-     | write.WriteTable(prefix, tables.FILTERED, row_group_rows=100))
+    parts = (p | beam.Create([_part(i * 30, 30) for i in range(10)], reshuffle=False)
+             | write.WriteTable(prefix, tables.FILTERED, row_group_rows=100))
+    parts | write.CommitTables({prefix: tables.FILTERED})
     result = p.run()
     result.wait_until_finish()
     files = glob.glob(str(tmp_path / "filtered" / "*.parquet"))
@@ -33,3 +35,43 @@ def test_small_tables_are_buffered_into_row_groups_and_nothing_is_lost(tmp_path)
               for f in files for i in range(pq.ParquetFile(f).metadata.num_row_groups)]
     assert sorted(groups) == [100, 100, 100]   # not one row group per 30-row table
     assert beam_metrics(result, write.WRITE_METRIC[0])[write.WRITE_METRIC[1]] > 0
+
+
+def _run(build):
+    p = beam.Pipeline(runner=FnApiRunner())
+    build(p)
+    p.run().wait_until_finish()
+
+
+def test_one_commit_names_every_tables_parts_and_gives_an_empty_table_its_file(tmp_path):
+    a, b = str(tmp_path / "a" / "part"), str(tmp_path / "b" / "part")
+
+    def build(p):
+        rows = p | "Rows" >> beam.Create([_part(0, 5), _part(5, 5)], reshuffle=False)
+        none = p | "None" >> beam.Create([], reshuffle=False)
+        (rows | "A" >> write.WriteTable(a, tables.FILTERED),
+         none | "B" >> write.WriteTable(b, tables.FILTERED)) | beam.Flatten() | write.CommitTables(
+            {a: tables.FILTERED, b: tables.FILTERED})
+    _run(build)
+    a_files = sorted(glob.glob(str(tmp_path / "a" / "*")))
+    assert a_files and all(f.endswith(".parquet") and "-of-" in f for f in a_files)   # no temp dir left
+    assert sorted(pa.concat_tables([pq.read_table(f) for f in a_files]).column("fp").to_pylist()) == list(range(10))
+    b_files = glob.glob(str(tmp_path / "b" / "*"))
+    assert [f.rsplit("/", 1)[1] for f in b_files] == ["part-00000-of-00001.parquet"]
+    empty = pq.read_table(b_files[0])
+    assert empty.num_rows == 0 and empty.schema.equals(tables.FILTERED)
+
+
+def test_a_part_left_by_a_failed_bundle_never_becomes_part_of_the_table(tmp_path):
+    prefix = str(tmp_path / "t" / "part")
+    stray = write.temp_dir(prefix) + "/left-by-a-killed-attempt.parquet"
+    (tmp_path / "t" / "_temporary-part").mkdir(parents=True)
+    pq.write_table(_part(1000, 3), stray)
+
+    def build(p):
+        (p | beam.Create([_part(0, 4)], reshuffle=False)
+         | write.WriteTable(prefix, tables.FILTERED)) | write.CommitTables({prefix: tables.FILTERED})
+    _run(build)
+    files = glob.glob(str(tmp_path / "t" / "*"))
+    got = pa.concat_tables([pq.read_table(f) for f in files])
+    assert sorted(got.column("fp").to_pylist()) == [0, 1, 2, 3]

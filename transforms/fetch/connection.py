@@ -6,7 +6,6 @@ import email.utils
 import http.client
 import socket
 import ssl
-import threading
 import time
 from dataclasses import dataclass
 from typing import Iterator
@@ -19,6 +18,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.poolmanager import PoolManager
 
 from schemas.tables import FORBIDDEN_ADDRESS, HTTP_ERROR
+from transforms.fetch.deadlines import Watchdog
 from transforms.fetch.httpbody import (
     BoundedDecoder,
     DecodeError,
@@ -95,45 +95,6 @@ class DialAdapter(HTTPAdapter):
 
     def proxy_manager_for(self, proxy, **kw):      # pragma: no cover - trust_env is off
         raise RuntimeError("proxies are not supported by the guarded fetcher")
-
-
-class Watchdog:
-    """Shuts the request's socket down when the whole-request deadline passes, which
-    unblocks any read (headers or body) however slowly the server trickles."""
-
-    def __init__(self, seconds: float):
-        self.fired = False
-        self._conn = None
-        self._lock = threading.Lock()
-        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def attach(self, conn) -> None:
-        with self._lock:
-            self._conn = conn
-            fired = self.fired
-        if fired:
-            self._kill(conn)
-
-    def _fire(self) -> None:
-        with self._lock:
-            self.fired = True
-            conn = self._conn
-        if conn is not None:
-            self._kill(conn)
-
-    @staticmethod
-    def _kill(conn) -> None:
-        sock = getattr(conn, "sock", None)
-        if sock is not None:
-            try:   # the plain-socket shutdown, also for an SSLSocket (no TLS state touched)
-                socket.socket.shutdown(sock, socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def cancel(self) -> None:
-        self._timer.cancel()
 
 
 # ----------------------------------------------------------------- one request

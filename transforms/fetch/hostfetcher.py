@@ -38,7 +38,6 @@ from transforms.fetch.connection import (
     Failure,
     LocationOnly,
     Response,
-    Watchdog,
     classify_exception,
     drain,
     media_type,
@@ -46,7 +45,9 @@ from transforms.fetch.connection import (
     parse_retry_after,
     read_body,
 )
+from transforms.fetch.deadlines import Deadlines, Watchdog
 from transforms.fetch.exchange import http_exchange
+from transforms.fetch.hostround import HostRound
 from transforms.fetch.httpbody import accept_encoding
 from transforms.fetch.netguard import ForbiddenAddressError, ResolveError, Resolver
 from transforms.fetch.records import (
@@ -58,7 +59,6 @@ from transforms.fetch.records import (
     HostState,
 )
 from transforms.fetch.robotsfetch import RobotsFetching
-from transforms.fetch.hostround import HostRound
 from transforms.fetch.slots import fetch_in_slots
 
 log = logging.getLogger(__name__)
@@ -89,8 +89,9 @@ class HostFetcher(RobotsFetching):
 
     def __init__(self, config: FetchConfig, clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep, resolver: Resolver | None = None,
-                 renderer=None):
+                 renderer=None, deadlines: Deadlines | None = None):
         self.config = config
+        self.deadlines = deadlines          # the worker's deadline thread (connection.Deadlines)
         self.renderer = renderer            # render.BrowserPool (--render), or None
         self.render_session = None          # this host's browser context (render.py)
         self.clock = clock
@@ -166,7 +167,7 @@ class HostFetcher(RobotsFetching):
         t0 = self.clock()
         m0 = time.monotonic()
         deadline_at = m0 + cfg.deadline
-        wd = self._watchdog = Watchdog(cfg.deadline)
+        wd = self._watchdog = Watchdog(cfg.deadline, self.deadlines)
         resp = None
         try:
             try:
@@ -320,7 +321,7 @@ class HostFetcher(RobotsFetching):
 
     def slot_fetcher(self) -> "HostFetcher":
         """Another connection to the same host (--conns_per_host): its own session."""
-        return HostFetcher(self.config, self.clock, self.sleep, self.resolver, self.renderer)
+        return HostFetcher(self.config, self.clock, self.sleep, self.resolver, self.renderer, self.deadlines)
 
     def _fetch_one(self, req: FetchRequest, state: HostState, rnd, start: float) -> FetchResult:
         """One URL of the host: the round's pauses and parking, address guard, robots.txt

@@ -6,6 +6,7 @@ import traceback
 from schemas import tables
 from transforms import faults
 from transforms.fetch import hostfetcher as fetcher_mod
+from transforms.fetch.deadlines import Deadlines
 from transforms.urls import canonical as urls_mod
 
 # Frontier columns a fetched page carries forward into its visited row and its links.
@@ -103,11 +104,22 @@ def fetch_one_host(fetcher_factory, host, rows, state_row, progress=None, on_pag
 
 
 class FetcherFactory:
-    """Picklable factory so each thread builds its own HostFetcher (and session)."""
+    """Picklable factory so each thread builds its own HostFetcher (and session); the
+    fetchers share one deadline thread (connection.Deadlines), stopped by `close`."""
 
     def __init__(self, config, renderer=None):
         self.config = config
         self.renderer = renderer          # the worker's render.BrowserPool, or None
+        self.deadlines = Deadlines()
+
+    def __getstate__(self):
+        return {"config": self.config, "renderer": self.renderer}
+
+    def __setstate__(self, state):
+        self.__init__(state["config"], state["renderer"])
 
     def __call__(self):
-        return fetcher_mod.HostFetcher(self.config, renderer=self.renderer)
+        return fetcher_mod.HostFetcher(self.config, renderer=self.renderer, deadlines=self.deadlines)
+
+    def close(self):
+        self.deadlines.close()

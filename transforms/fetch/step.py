@@ -4,9 +4,9 @@
 hands it to a thread pool that lives as long as the DoFn instance (opened in `setup`).
 Each host is fetched sequentially by one `HostFetcher` (hostfetcher.py, through hostjob.fetch_one_host) with its
 politeness delay; concurrency comes only from fetching many hosts at the same time.
-Finished hosts are emitted as soon as they are done (on later `process` calls and in
-`finish_bundle`), so one slow host never holds back the output of the others and memory
-holds only the hosts in flight.
+A bundle's hosts are started when the bundle ends, longest host first, and each finished
+host is emitted as soon as it is done, so one slow host never holds back the output of the
+others.
 
 While a bundle fetches, a progress line goes to stderr every `progress_seconds` (a bar on a
 terminal; progress.py), and each page counts into Beam metrics (namespace `fetch`: pages,
@@ -57,7 +57,7 @@ class FetchHosts(beam.DoFn):
         self._ms = m.distribution("fetch", "fetch_ms")
 
     def start_bundle(self):
-        self._pending = set()
+        self._pending, self._jobs = set(), []
         self._ready = queue.Queue(self.max_ready)
         self._abandoned = False
         self._started = None
@@ -102,14 +102,6 @@ class FetchHosts(beam.DoFn):
         if sitemaps and self.sitemaps:
             yield beam.pvalue.TaggedOutput("sitemaps", wrap(sitemaps))
 
-    def _wait(self, windowed, until_below):
-        """Emit pages as they come until fewer than `until_below` hosts are in flight."""
-        while self._pending and len(self._pending) >= until_below:
-            done, self._pending = cf.wait(self._pending, timeout=0.05, return_when=cf.FIRST_COMPLETED)
-            yield from self._drain(windowed)
-            for fut in done:
-                yield from self._emit(fut, windowed)
-
     def _start_progress(self, planned):
         self._progress = FetchProgress()
         self._progress.planned = int(planned or 0)
@@ -124,24 +116,33 @@ class FetchHosts(beam.DoFn):
         for t in joined.get("urls", []):
             rows.extend(t.to_pylist())
         if not rows:
-            return
+            return ()
         if self._started is None:
             self._started = time.perf_counter()
             self._start_progress(planned)
         states = list(joined.get("state", []))
-        state_row = states[0] if states else None
-        self._pending.add(self._pool.submit(fetch_one_host, self._factory, host, rows, state_row,
-                                            self._progress, self._put))
-        # backpressure: keep at most 2x threads hosts in flight; emit whatever is done
-        yield from self._drain(windowed=False)
-        done = {f for f in self._pending if f.done()}
-        self._pending -= done
-        for fut in done:
-            yield from self._emit(fut, windowed=False)
-        yield from self._wait(windowed=False, until_below=2 * self.threads)
+        self._jobs.append((host, rows, states[0] if states else None))
+        return ()
+
+    def _expected_seconds(self, job):
+        """A host's fetch time as far as its politeness sets it (the longest first)."""
+        state = job[2] or {}
+        gap = max(self.config.delay_per_host, state.get("crawl_delay") or 0.0)
+        return len(job[1]) * (gap + 0.001) / max(1, self.config.conns_per_host if not state.get("crawl_delay") else 1)
 
     def finish_bundle(self):
-        yield from self._wait(windowed=True, until_below=1)
+        # Longest host first: a round lasts as long as its longest host, which fetches one
+        # request at a time; started last, it would run alone at the end of the round.
+        self._jobs.sort(key=self._expected_seconds, reverse=True)
+        for host, rows, state_row in self._jobs:
+            self._pending.add(self._pool.submit(fetch_one_host, self._factory, host, rows, state_row,
+                                                self._progress, self._put))
+        self._jobs = []
+        while self._pending:   # pages as they come; a host's row once it is done
+            done, self._pending = cf.wait(self._pending, timeout=0.05, return_when=cf.FIRST_COMPLETED)
+            yield from self._drain(windowed=True)
+            for fut in done:
+                yield from self._emit(fut, windowed=True)
         yield from self._drain(windowed=True)
         if self._reporter is not None:
             self._reporter.stop()
@@ -155,6 +156,8 @@ class FetchHosts(beam.DoFn):
         pool = getattr(self, "_pool", None)
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+        if getattr(self, "_factory", None) is not None:
+            self._factory.close()
         renderer = getattr(self, "_renderer", None)
         if renderer is not None:
             renderer.close()

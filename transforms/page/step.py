@@ -28,6 +28,7 @@ from transforms.page.boilerplate import (
 )
 from transforms.page.fate import filter_bundle, page_fate
 from transforms.page.focus import TOPIC_TERMS
+from transforms.page.pool import FatePool
 from transforms.page.visited import (
     TEXT_FOR_MINHASH,
     docfreq_table,
@@ -99,37 +100,71 @@ class _CountDocs(beam.CombineFn):
         return acc
 
 
-class PageFates(beam.DoFn):
-    """Fetched pages -> their fate on the outputs above (config: a `fate.PageConfig`)."""
+def _global(value):
+    return WindowedValue(value, MIN_TIMESTAMP, [GlobalWindow()])
 
-    def __init__(self, config):
-        self.config = config
+
+def _fate_outputs(fate, wrap=lambda v: v):
+    yield beam.pvalue.TaggedOutput("results", wrap(fate.result))
+    if fate.stored is not None:
+        yield beam.pvalue.TaggedOutput("pages", wrap(fate.stored))
+    if fate.archived is not None:
+        yield beam.pvalue.TaggedOutput("archive", wrap(fate.archived))
+    if fate.visited is not None:
+        yield wrap(fate.visited)
+    for kept in fate.links:
+        yield beam.pvalue.TaggedOutput("links", wrap(kept))
+    for filtered in fate.filtered:
+        yield beam.pvalue.TaggedOutput("filtered", wrap(filtered))
+    if fate.deepweb is not None:
+        yield beam.pvalue.TaggedOutput("deepweb", wrap(fate.deepweb))
+
+
+class PageFates(beam.DoFn):
+    """Fetched pages -> their fate on the outputs above (config: a `fate.PageConfig`).
+
+    With `processes` > 0, a bundle's pages from its `min_pages`-th on are handed to a
+    `pool.FatePool` of that many worker processes (`--page_processes`), so the parse runs
+    on other cores than the fetch threads; the outputs are the same either way.
+    """
+
+    def __init__(self, config, processes=0, min_pages=256):
+        self.config, self.processes, self.min_pages = config, int(processes), min_pages
+
+    def setup(self):
+        self._pool = None
 
     def start_bundle(self):
-        self._seconds = 0.0
+        self._seconds, self._seen = 0.0, 0
 
     def finish_bundle(self):
+        if self._pool is not None:
+            for fates, seconds in self._pool.drain():
+                self._seconds += seconds
+                for fate in fates:
+                    yield from _fate_outputs(fate, _global)
         if self._seconds:
-            yield beam.pvalue.TaggedOutput("stats", WindowedValue(
-                {"seconds_parse": self._seconds}, MIN_TIMESTAMP, [GlobalWindow()]))
+            yield beam.pvalue.TaggedOutput("stats", _global({"seconds_parse": self._seconds}))
 
     def process(self, page):
+        self._seen += 1
+        if self.processes > 0 and self._seen > self.min_pages:
+            if self._pool is None:
+                self._pool = FatePool(self.config, self.processes)
+            for fates, seconds in self._pool.submit(page):
+                self._seconds += seconds
+                for fate in fates:
+                    yield from _fate_outputs(fate)
+            return
         started = time.perf_counter()
         fate = page_fate(page, self.config)
         self._seconds += time.perf_counter() - started
-        yield beam.pvalue.TaggedOutput("results", fate.result)
-        if fate.stored is not None:
-            yield beam.pvalue.TaggedOutput("pages", fate.stored)
-        if fate.archived is not None:
-            yield beam.pvalue.TaggedOutput("archive", fate.archived)
-        if fate.visited is not None:
-            yield fate.visited
-        for kept in fate.links:
-            yield beam.pvalue.TaggedOutput("links", kept)
-        for filtered in fate.filtered:
-            yield beam.pvalue.TaggedOutput("filtered", filtered)
-        if fate.deepweb is not None:
-            yield beam.pvalue.TaggedOutput("deepweb", fate.deepweb)
+        yield from _fate_outputs(fate)
+
+    def teardown(self):
+        if getattr(self, "_pool", None) is not None:
+            self._pool.close()
+            self._pool = None
 
 
 class ProcessPages(beam.PTransform):
@@ -141,12 +176,15 @@ class ProcessPages(beam.PTransform):
     RESULTS and PAGES tables, kept links bundles, filtered bundles, counter dicts.
     """
 
-    def __init__(self, config):
+    def __init__(self, config, processes=0, links_to_files=None):
         super().__init__()
-        self.config = config
+        self.config, self.processes = config, processes
+        # links_to_files(): a PTransform bundles -> spill file paths (--memory_mb); `links`
+        # are then those paths, spilled before the flatten (which the in-process runner holds)
+        self.links_to_files = links_to_files
 
     def expand(self, inputs):
-        processed = (inputs["pages"] | "Process" >> beam.ParDo(PageFates(self.config))
+        processed = (inputs["pages"] | "Process" >> beam.ParDo(PageFates(self.config, self.processes))
                      .with_outputs("results", "pages", "links", "filtered", "stats", "archive",
                                  "deepweb", main="visited"))
         bundles = inputs["bundles"] | "FilterBundles" >> beam.ParDo(
@@ -178,10 +216,15 @@ class ProcessPages(beam.PTransform):
             "pages": processed.pages | "PageTables" >> RowsToTables(tables.PAGES, 500),
             "archive": processed.archive,
             "deepweb": processed.deepweb,
-            "links": (processed.links, bundles.kept) | "AllLinks" >> beam.Flatten(),
+            "links": self._links(processed.links, bundles.kept),
             "filtered": (processed.filtered, bundles.filtered) | "AllFilteredLinks" >> beam.Flatten(),
             "stats": ((visited | "VisitedStats" >> beam.Map(visited_stats),
                        results | "RetryStats" >> beam.Map(retry_stats), processed.stats)
                       | "PageStats" >> beam.Flatten()),
             "docfreq": docfreq,
         }
+
+    def _links(self, *parts):
+        if self.links_to_files is not None:
+            parts = tuple(part | f"LinksToFiles{i}" >> self.links_to_files() for i, part in enumerate(parts))
+        return parts | "AllLinks" >> beam.Flatten()

@@ -63,7 +63,7 @@ class OwnFrontier(beam.PTransform):
 class RouteCandidates(beam.PTransform):
     """CANDIDATES tables -> {"candidates": this shard's, "stats": counter dicts}; the other
     shards' rows are written under `outbox_dir` as to-SS-*.parquet (one WriteTable per
-    live shard but this one)."""
+    live shard but this one; "written" and "schemas" go to the round's CommitTables)."""
 
     def __init__(self, shard, outbox_dir):
         super().__init__()
@@ -74,6 +74,7 @@ class RouteCandidates(beam.PTransform):
         route_fn = beam.ParDo(_Route(self.shard)).with_output_types(pa.Table)
         out = candidates | "Split" >> route_fn.with_outputs("stats", *[_tag(s) for s in others],
                                                               main="candidates")
-        for s in others:
-            (out[_tag(s)] | f"Write{_tag(s)}" >> WriteTable(f"{self.outbox_dir}/to-{s:02d}", tables.OUTBOX))
-        return {"candidates": out.candidates, "stats": out.stats}
+        prefixes = {s: f"{self.outbox_dir}/to-{s:02d}" for s in others}
+        written = [out[_tag(s)] | f"Write{_tag(s)}" >> WriteTable(prefixes[s], tables.OUTBOX) for s in others]
+        return {"candidates": out.candidates, "stats": out.stats, "written": written,
+                "schemas": {prefix: tables.OUTBOX for prefix in prefixes.values()}}

@@ -8,9 +8,9 @@ table's position `(path, row_group)`, so a later step can go back for more colum
 only the row groups it needs (`read_row_group`). Files are opened through Beam's
 `FileSystems`, so gs://, s3:// and hdfs:// crawl directories work as local ones.
 
-Writing: `WriteTable` writes Arrow tables through our own `FileBasedSink` (Beam handles the
-temporary files and the renames on commit), buffering small upstream tables into large row
-groups; `WriteStats` sums the round's counter dicts into one JSON file. `ArrowTableCoder`
+Writing: `WriteTable` writes Arrow tables as temporary Parquet parts (one per bundle,
+small upstream tables buffered into large row groups) and `CommitTables` renames every
+table's parts in one step; `WriteStats` sums the round's counter dicts into one JSON file. `ArrowTableCoder`
 carries `pa.Table` elements between stages as Arrow IPC bytes.
 """
 
@@ -21,10 +21,8 @@ import uuid
 import apache_beam as beam
 import pyarrow as pa
 import pyarrow.parquet as pq
-from apache_beam.io import filebasedsink
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.io.iobase import Write
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
@@ -115,32 +113,38 @@ class RowsToTables(beam.PTransform):
                 | "ToTable" >> beam.Map(lambda batch: pa.Table.from_pylist(batch, schema=schema)))
 
 
-class _OpenTable:
-    """One open table file: its handle, Parquet writer and the tables not yet written."""
+class _OpenPart:
+    """One temporary part file: its handle, Parquet writer and the tables not yet written."""
 
-    def __init__(self, handle, writer):
-        self.handle, self.writer, self.pending, self.rows = handle, writer, [], 0
+    def __init__(self, path, handle, writer):
+        self.path, self.handle, self.writer, self.pending, self.rows, self.written = path, handle, writer, [], 0, 0
 
 
-class _TableSink(filebasedsink.FileBasedSink):
-    """Parquet shards of Arrow tables, in row groups of about `row_group_rows` rows.
+def temp_dir(prefix):
+    """Where a table's parts wait for `CommitTables`: beside its files, under a name no
+    reader's `*.parquet` listing of the table's folder matches."""
+    head, _, tail = prefix.rpartition("/")
+    return f"{head}/_temporary-{tail}"
 
-    Upstream tables are often small (a URL-seen bucket, a batch of pages); written one
-    row group each they would make files slow to read and badly compressed, so tables
-    are buffered up to a row group. Beam's file sink writes to temporary files and
-    renames them when the bundle commits, so a retried bundle leaves no extra rows.
+
+class _WriteParts(beam.DoFn):
+    """Arrow tables -> one temporary Parquet part per bundle, in row groups of about
+    `row_group_rows` rows; yields (prefix, part path, rows) when the bundle ends.
+
+    Upstream tables are often small (a URL-seen bucket, a batch of pages); written one row
+    group each they would make files slow to read and badly compressed, so tables are
+    buffered up to a row group. Only parts of bundles that completed reach `CommitTables`,
+    so a retried bundle's leftover part is never renamed into the table.
     """
 
     def __init__(self, prefix, schema, codec, row_group_rows):
-        super().__init__(prefix, coder=None, file_name_suffix=".parquet",
-                         mime_type="application/x-parquet",
-                         compression_type=CompressionTypes.UNCOMPRESSED)
-        self.schema, self.codec, self.row_group_rows = schema, codec, row_group_rows
+        self.prefix, self.schema, self.codec, self.row_group_rows = prefix, schema, codec, row_group_rows
+
+    def setup(self):
         self._micros = Metrics.distribution(*WRITE_METRIC)
 
-    def open(self, temp_path):
-        handle = super().open(temp_path)
-        return _OpenTable(handle, pq.ParquetWriter(handle, self.schema, compression=self.codec))
+    def start_bundle(self):
+        self._part = None
 
     def _flush(self, f, final=False):
         """Write the pending rows in whole row groups (all of them when `final`)."""
@@ -151,38 +155,96 @@ class _TableSink(filebasedsink.FileBasedSink):
         n = t.num_rows if final else t.num_rows - t.num_rows % self.row_group_rows
         if n:
             f.writer.write_table(t.slice(0, n), row_group_size=self.row_group_rows)
+            f.written += n
         rest = t.slice(n)
         f.pending, f.rows = ([rest] if rest.num_rows else []), rest.num_rows
         self._micros.update(int((time.perf_counter() - started) * 1e6))
 
-    def write_record(self, f, table):
+    def process(self, table):
+        table = tables.conform(table, self.schema)
+        if table.num_rows == 0:
+            return
+        if self._part is None:
+            path = f"{temp_dir(self.prefix)}/{uuid.uuid4().hex}.parquet"
+            handle = FileSystems.create(path, mime_type="application/x-parquet",
+                                        compression_type=CompressionTypes.UNCOMPRESSED)
+            self._part = _OpenPart(path, handle, pq.ParquetWriter(handle, self.schema, compression=self.codec))
+        f = self._part
         f.pending.append(table)
         f.rows += table.num_rows
         if f.rows >= self.row_group_rows:
             self._flush(f)
 
-    def close(self, f):
+    def finish_bundle(self):
+        f, self._part = self._part, None
+        if f is None:
+            return
         self._flush(f, final=True)
         started = time.perf_counter()
         f.writer.close()
         f.handle.close()
         self._micros.update(int((time.perf_counter() - started) * 1e6))
+        yield WindowedValue((self.prefix, f.path, f.written), MIN_TIMESTAMP, [GlobalWindow()])
 
 
 class WriteTable(beam.PTransform):
-    """Arrow tables -> Parquet shards under `prefix` (prefix-SSSSS-of-NNNNN.parquet)."""
+    """Arrow tables -> temporary Parquet parts of the table at `prefix`; gives the parts as
+    (prefix, path, rows), which `CommitTables` renames into prefix-SSSSS-of-NNNNN.parquet."""
 
     def __init__(self, prefix, schema, row_group_rows=ROW_GROUP_ROWS):
         super().__init__()
         self.prefix, self.schema, self.row_group_rows = prefix, schema, row_group_rows
 
     def expand(self, batches):
-        schema = self.schema
-        return (batches
-                | "Conform" >> beam.Map(lambda t: tables.conform(t, schema)).with_output_types(pa.Table)
-                | "NonEmpty" >> beam.Filter(lambda t: t.num_rows > 0).with_output_types(pa.Table)
-                | "Parquet" >> Write(_TableSink(self.prefix, schema, PARQUET_CODEC,
-                                                self.row_group_rows)))
+        return batches | "Parts" >> beam.ParDo(_WriteParts(self.prefix, self.schema, PARQUET_CODEC,
+                                                           self.row_group_rows))
+
+
+class _Commit(beam.DoFn):
+    """Every table's parts -> its files; a table without parts gets one empty file, so each
+    table the round writes exists. Renames are idempotent: a retried commit skips the parts
+    it already moved."""
+
+    def __init__(self, schemas):
+        self.schemas = dict(schemas)
+
+    def process(self, keyed):
+        parts = {prefix: [] for prefix in self.schemas}
+        for part in keyed[1]:
+            if part is not None:
+                parts[part[0]].append(part[1])
+        for prefix, paths in sorted(parts.items()):
+            paths = sorted(paths)
+            n = max(1, len(paths))
+            final = [f"{prefix}-{i:05d}-of-{n:05d}.parquet" for i in range(n)]
+            if not paths:
+                with FileSystems.create(final[0], mime_type="application/x-parquet") as f:
+                    pq.write_table(self.schemas[prefix].empty_table(), f, compression=PARQUET_CODEC)
+            else:
+                moves = [(s, d) for s, d in zip(paths, final) if FileSystems.exists(s)]
+                if moves:
+                    FileSystems.rename([s for s, _ in moves], [d for _, d in moves])
+            if FileSystems.exists(temp_dir(prefix)):
+                FileSystems.delete([temp_dir(prefix)])
+            yield prefix, len(paths)
+
+
+class CommitTables(beam.PTransform):
+    """The round's written parts (`WriteTable` outputs, flattened) -> the tables' files, in
+    one step for all tables: Beam's file sink costs four stages per table, a fixed cost every
+    round pays (issue #12: start-up + commit of a small round). `schemas`: {prefix: schema}
+    of every table written, so a table that got no rows still gets its (empty) file."""
+
+    def __init__(self, schemas):
+        super().__init__()
+        self.schemas = dict(schemas)
+
+    def expand(self, parts):
+        always = parts.pipeline | "Always" >> beam.Create([None], reshuffle=False)
+        return ((always, parts) | "AllParts" >> beam.Flatten()
+                | "OneKey" >> beam.Map(lambda part: (0, part))
+                | "Group" >> beam.GroupByKey()
+                | "Rename" >> beam.ParDo(_Commit(self.schemas)))
 
 
 def sum_dicts(dicts):
@@ -247,17 +309,36 @@ class _SpillToFiles(beam.DoFn):
             yield WindowedValue(self._flush(), MIN_TIMESTAMP, [GlobalWindow()])
 
 
-class Spill(beam.PTransform):
-    """A PCollection through spill files (tableio.spill): the producing stage writes its
-    elements to files under `directory` as they come, only the paths cross the stage
-    boundary (a Reshuffle), and the next stage reads one file at a time. Same elements out
-    (order not kept); memory holds one file's worth, not the whole PCollection."""
+class SpillToFiles(beam.PTransform):
+    """Elements -> paths of spill files holding them (tableio.spill), written as they come
+    in the producing stage; at most ~`chunk_bytes` of pickled elements per file."""
 
     def __init__(self, directory, chunk_bytes):
         super().__init__()
         self.directory, self.chunk_bytes = directory, chunk_bytes
 
     def expand(self, pcoll):
-        return (pcoll | "ToFiles" >> beam.ParDo(_SpillToFiles(self.directory, self.chunk_bytes))
-                | "Paths" >> beam.Reshuffle()
-                | "FromFiles" >> beam.FlatMap(spill.read_spill))
+        return pcoll | "ToFiles" >> beam.ParDo(_SpillToFiles(self.directory, self.chunk_bytes))
+
+
+class ReadSpilled(beam.PTransform):
+    """Spill file paths -> their elements, read one file at a time in the next stage (the
+    Reshuffle makes the stage boundary; only the paths wait in the runner's memory)."""
+
+    def expand(self, paths):
+        return paths | "Paths" >> beam.Reshuffle() | "FromFiles" >> beam.FlatMap(spill.read_spill)
+
+
+class Spill(beam.PTransform):
+    """A PCollection through spill files: `SpillToFiles` then `ReadSpilled`. Same elements
+    out (order not kept); memory holds one file's worth, not the whole PCollection. (On the
+    in-process runner a Flatten between the producer and this step would hold the elements
+    in memory first: spill each input of a Flatten and flatten the paths.)"""
+
+    def __init__(self, directory, chunk_bytes):
+        super().__init__()
+        self.directory, self.chunk_bytes = directory, chunk_bytes
+
+    def expand(self, pcoll):
+        return (pcoll | "Write" >> SpillToFiles(self.directory, self.chunk_bytes)
+                | "Read" >> ReadSpilled())
