@@ -11,7 +11,8 @@ copy of that directory, once per code version and budget: this checkout at each
 `--budgets` value (`default` = the flag not given), and the checkout `--before` names
 (e.g. main before the memory budget) without the flag. Prints each round's peak RSS (GNU
 time's %M of the round process), wall time and pages/s, and the ratio of the largest round's peak to the
-smallest's. Rows are run one after another, so pages/s compare within one run. Not a test.
+smallest's. "with page workers" sums the round's process tree (sampled every 0.2 s with
+psutil; --page_processes parses in worker processes). Rows are run one after another, so pages/s compare within one run. Not a test.
 """
 from __future__ import annotations
 
@@ -52,19 +53,33 @@ def run_round(code, d, pages, extra):
     started = time.perf_counter()
     # peak RSS from /usr/bin/time: a child's ru_maxrss read here would start at this
     # process's own peak (Linux carries it over fork/vfork + exec), and this one holds the web
-    proc = subprocess.run(["/usr/bin/time", "-f", "maxrss_kb=%M", sys.executable, "-m",
-                           "pipelines.round", "--crawl_dir", str(d), "--max_pages", str(pages),
-                           "--max_per_host", str(pages), *COMMON, *extra],
-                          cwd=code, env=env, capture_output=True, text=True)
+    proc = subprocess.Popen(["/usr/bin/time", "-f", "maxrss_kb=%M", sys.executable, "-m",
+                             "pipelines.round", "--crawl_dir", str(d), "--max_pages", str(pages),
+                             "--max_per_host", str(pages), *COMMON, *extra],
+                            cwd=code, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    tree_peak = 0   # the round and its page-parsing worker processes, sampled
+    try:
+        import psutil
+        top = psutil.Process(proc.pid)
+        while proc.poll() is None:
+            try:
+                tree_peak = max(tree_peak, sum(c.memory_info().rss for c in top.children(recursive=True)))
+            except psutil.Error:
+                pass
+            time.sleep(0.2)
+    except ImportError:
+        pass
+    out, err = proc.communicate()
     wall = time.perf_counter() - started
     if proc.returncode != 0:
-        raise SystemExit(f"round failed ({code}):\n{proc.stdout}\n{proc.stderr[-3000:]}")
-    rss_kb = int(proc.stderr.rsplit("maxrss_kb=", 1)[1].split()[0])
+        raise SystemExit(f"round failed ({code}):\n{out}\n{err[-3000:]}")
+    rss_kb = int(err.rsplit("maxrss_kb=", 1)[1].split()[0])
     n = max(int(p.name) for p in (Path(d) / "rounds").iterdir() if (p / "_COMMITTED").exists())
     report = json.loads((Path(d) / "rounds" / f"{n:06d}" / "report.json").read_text())
     fetched = report.get("visited", 0)
     pending = report.get("frontier_size", 0)
-    return {"fetched": fetched, "pending": pending, "rss_mb": rss_kb / 1024,
+    return {"fetched": fetched, "pending": pending, "rss_mb": rss_kb / 1024, "tree_mb": tree_peak / 2**20,
             "wall": wall, "pages_s": fetched / wall if wall else 0.0}
 
 
@@ -84,8 +99,8 @@ def main(argv=None):
         warm = tmp / "warm"
         w = warm_crawl(web, warm, max(args.sizes))
         print(f"warm crawl: frontier of {w['pending']} URLs; bighosts web of {args.pages} pages", flush=True)
-        print("| pages per round | code | fetched | peak RSS MB | wall s | pages/s |")
-        print("| --- | --- | --- | --- | --- | --- |", flush=True)
+        print("| pages per round | code | fetched | peak RSS MB | with page workers MB | wall s | pages/s |")
+        print("| --- | --- | --- | --- | --- | --- | --- |", flush=True)
         peaks = {}
         for size in args.sizes:
             for name, code, extra in variants:
@@ -94,7 +109,7 @@ def main(argv=None):
                 shutil.copytree(warm, d)
                 r = run_round(code, d, size, extra)
                 peaks.setdefault(name, {})[size] = r["rss_mb"]
-                print(f"| {size} | {name} | {r['fetched']} | {r['rss_mb']:.0f} | {r['wall']:.1f} | "
+                print(f"| {size} | {name} | {r['fetched']} | {r['rss_mb']:.0f} | {r['tree_mb']:.0f} | {r['wall']:.1f} | "
                       f"{r['pages_s']:.1f} |", flush=True)
         lo, hi = min(args.sizes), max(args.sizes)
         for name, by_size in peaks.items():
