@@ -290,6 +290,7 @@ class RoundConfig:
     recrawl: RecrawlConfig | None = None   # --mode and the revisit settings (issue #13)
     shard: ShardConfig | None = None    # a sharded crawl's shard and partitioner
     page_processes: int = 0     # worker processes for the page step (transforms.page.pool)
+    memory_mb: int = 1024               # --memory_mb: the round's memory budget (roundpipeline)
 
     @property
     def signatures(self) -> dict:
@@ -343,6 +344,7 @@ class RoundConfig:
             deepweb=deepweb_config(s),
             recrawl=recrawl(s),
             shard=shard_config(s),
+            memory_mb=int(s.get("memory_mb") or 1024),
         )
 
 

@@ -28,10 +28,13 @@ from transforms.recrawl.step import UpdateRecrawlState
 from transforms.score.modes import LocalScore, scores_per_row, uses_beam_pagerank
 from transforms.score.step import BoundFrontier, ScoreByBeamPageRank, ScoreWholeFrontier
 from transforms.shard.step import OwnFrontier, RouteCandidates
+from transforms.tableio import spill
 from transforms.tableio.step import (
     CommitTables,
+    ReadSpilled,
     ReadTables,
     ReadView,
+    SpillToFiles,
     ViewSpec,
     WriteStats,
     WriteTable,
@@ -45,6 +48,25 @@ BUCKET_ROWS = 200_000   # target rows per URL-seen bucket (frontier + seen)
 MIN_BUCKETS = 4
 VISITED_ROW_GROUP = 16 * 1024   # rows; see contentseen's phase 2 (bench_contentseen)
 INPUT_TABLES = ("frontier", "visited", "filtered", "hosts", "opic", "links", "deepweb")
+MB = 1 << 20
+LINKS_PER_PAGE = 100   # links a fetched page is expected to yield, when sizing URL-seen buckets
+
+
+def _clamp(v, low, high):
+    return max(low, min(high, int(v)))
+
+
+def budget_sizes(memory_mb):
+    """What --memory_mb sizes (README "Memory budget"): pages fetched but not yet parsed,
+    bytes per link spill file, link bundles per batch, URL-seen rows per bucket."""
+    m = int(memory_mb)
+    return {"ready_pages": _clamp(m // 4, 16, 1024), "spill_bytes": m * MB // 16,
+            "link_batch": _clamp(m // 2, 100, 2000), "bucket_rows": _clamp(m * 200, 20_000, BUCKET_ROWS)}
+
+
+def discard_spill(crawl, round_no):
+    """Delete round `round_no`'s spill files (after its pipeline finished, before the commit)."""
+    return spill.discard(crawl.round_dir(round_no))
 
 
 def plan_round(crawl, prev):
@@ -139,8 +161,12 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
     def write(pcoll, label, table, schema, *args):
         schemas[out(table)] = schema
         written.append(pcoll | label >> WriteTable(out(table), schema, *args))
-    buckets = max(MIN_BUCKETS, math.ceil((rows["frontier"] + rows["visited"] + rows["filtered"])
-                                         / BUCKET_ROWS))
+    sizes = budget_sizes(cfg.memory_mb)
+    # URL-seen buckets: the committed rows plus the links this round may bring, so one
+    # bucket's merge stays within the budget however large the round
+    new_links = gen.max_pages * LINKS_PER_PAGE if do_fetch else 0
+    buckets = max(MIN_BUCKETS, math.ceil((rows["frontier"] + rows["visited"] + rows["filtered"]
+                                          + new_links) / sizes["bucket_rows"]))
 
     # the frontier's consistent view: the last full snapshot and the deltas since (crawldir)
     prev = round_no - 1 if files["frontier"] else None
@@ -165,12 +191,17 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
                                                        gen.max_depth, revisits.rows if revisits is not None else None)
         # Fetch: one element per host, each host sequentially with its delay
         fetched = {"fetch_list": fetch_list, "hosts": hosts} | "Fetch" >> Fetch(
-            cfg.fetch, cfg.fetch_threads, cfg.sitemaps, cfg.scope, cfg.progress_seconds)
+            cfg.fetch, cfg.fetch_threads, cfg.sitemaps, cfg.scope, cfg.progress_seconds,
+            sizes["ready_pages"])
         # Page: each fetched page's fate (visited row, links, filtered, stored body)
+        # (the round's link bundles wait for content-seen in spill files, not in memory)
+        spill_dir = crawl.round_dir(round_no) + f"/{spill.DIRNAME}/links"
         paged = ({"pages": fetched["pages"], "bundles": fetched["sitemaps"], "results": fetched["results"]}
-                 | "ProcessPages" >> ProcessPages(cfg.page, cfg.page_processes))
+                 | "ProcessPages" >> ProcessPages(cfg.page, cfg.page_processes, lambda: SpillToFiles(
+                     spill_dir, sizes["spill_bytes"])))
+        links = paged["links"] | "ReadSpilledLinks" >> ReadSpilled()
         # Content-seen: exact and near duplicates against every committed round
-        content = ({"visited": paged["visited"], "links": paged["links"], "pages": paged["pages"],
+        content = ({"visited": paged["visited"], "links": links, "pages": paged["pages"],
                     "old": visited_view}
                    | "ContentSeen" >> ApplyContentSeen(
                        round_no, cfg.contentseen.expand_duplicates, cfg.contentseen.near_threshold))
@@ -216,7 +247,7 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
 
     # links as columnar tables: URL-seen candidates and link-graph edges
     cand_and_edges = (link_bundles
-                      | "BatchLinks" >> beam.BatchElements(min_batch_size=1, max_batch_size=2000)
+                      | "BatchLinks" >> beam.BatchElements(min_batch_size=1, max_batch_size=sizes["link_batch"])
                       | "LinkTables" >> beam.Map(candidates_and_edges, round_no))
     candidates = cand_and_edges | "Candidates" >> beam.Map(lambda ce: ce[0])
     if do_fetch and cfg.recrawl is not None and cfg.recrawl.incremental:

@@ -4,7 +4,10 @@
 default command never depends on downloading the Prism binary. Any other runner
 (PortableRunner, DaskRunner, Flink, Dataflow) is handed the flags as they are.
 """
+import ctypes
+
 import apache_beam as beam
+import pyarrow as pa
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from pipelines import construction
@@ -38,9 +41,27 @@ def pipeline_options(argv):
     return options, None
 
 
+M_ARENA_MAX = -8   # glibc mallopt parameter
+
+
+def lean_allocators():
+    """Memory freed inside a round goes back to the allocator the next stage uses (README
+    "Memory budget"): Arrow allocates from the C heap instead of its mimalloc pool, and
+    glibc keeps 2 malloc arenas instead of up to 8 per core (the fetch threads each
+    claimed one and left it fragmented). Measured on a 4 000-page round: peak RSS 876 MB,
+    with the system pool 777 MB, with 2 arenas 822 MB. Process-wide; idempotent."""
+    pa.set_memory_pool(pa.system_memory_pool())
+    try:
+        ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, 2)
+    except (OSError, AttributeError):   # not glibc: nothing to tune
+        pass
+
+
 def run_pipeline(builder, argv):
     construction.install()
     options, runner = pipeline_options(argv)
+    if runner is not None:   # the in-process runner: this process holds the round
+        lean_allocators()
     if "DaskRunner" in str(options.view_as(StandardOptions).runner):
         from pipelines import daskfix
         daskfix.install()   # Beam 2.77's DaskRunner translation bugs (see daskfix)

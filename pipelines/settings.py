@@ -319,6 +319,10 @@ ROUND_SETTINGS = {s.name: s for s in [
       "(consistent only), e.g. 1,1,2; '' = equal."),
     S("remove_shard", str, "", "sharding", "Comma-separated shards taken off the ring: their hosts "
       "pass to the next shard on the ring (consistent) or are re-spread (hash_mod)."),
+    # --- memory budget (issue #12; README "Memory budget") ---
+    S("memory_mb", int, 1024, "runner", "Memory budget of a round's data, in MB: fetched pages "
+      "waiting to be parsed, the link spill files, link batches and URL-seen buckets are sized "
+      "from it, so peak memory follows this, not --max_pages.", at_least(64, " MB")),
 ]}
 
 CRAWL_DIR = S("crawl_dir", str, None, "command", "Crawl directory: a local path or any Beam "

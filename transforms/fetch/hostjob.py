@@ -43,9 +43,19 @@ def sitemap_bundle(host, rows, old_row, new_row):
             "source": tables.SOURCE_SITEMAP_FILE, "redirects": 0, "dst": urls, "anchor": [""] * len(urls)}
 
 
-def fetch_one_host(fetcher_factory, host, rows, state_row, progress=None):
+def _release(result):
+    """Drop a handed-off result's heavy fields (its page owns them now)."""
+    result.body, result.http = b"", None
+
+
+def fetch_one_host(fetcher_factory, host, rows, state_row, progress=None, on_page=None):
     """Fetch one host's rows; never raises: an internal error becomes transient results.
-    `progress`: a progress.FetchProgress told of the host and of each result."""
+    `progress`: a progress.FetchProgress told of the host and of each result.
+
+    `on_page(page)`: streaming. Each page is handed over as soon as its fetch ends (from
+    the fetching thread) and the host keeps no body, so memory holds the pages in flight,
+    not the host's whole round; the returned pages are then only those not handed over
+    (none, unless the fetcher failed). Without it, every page is returned at the end."""
     state = fetcher_mod.HostState.from_row(state_row, host)
     # a revisit (incremental mode) carries the validators of its last visit: 304 if unchanged
     # a deep-web POST submission carries its method and body (transforms/fetch/post.py)
@@ -53,18 +63,28 @@ def fetch_one_host(fetcher_factory, host, rows, state_row, progress=None):
                                          last_modified=r.get("last_modified"), method=r.get("method"),
                                          body=r.get("request_body")) for r in rows]
     by_fp = {r["fp"]: r for r in rows}
+    handed = set()
+
+    def observe(res):
+        if progress is not None:
+            progress.page(res)
+        if on_page is not None and res.fp in by_fp and res.fp not in handed:
+            handed.add(res.fp)
+            on_page(_page(by_fp[res.fp], res))
+            _release(res)
+
     if progress is not None:
         progress.host_started()
     f = fetcher_factory()
     try:
         results, state = f.fetch_host(host, requests, state,
-                                      progress.page if progress is not None else None)
+                                      observe if (progress is not None or on_page is not None) else None)
     except Exception as e:  # a bug or a hostile server must not lose the host's URLs
         now = time.time()
         reason = f"internal_error: {type(e).__name__}: {e}"[:500]
         results = [fetcher_mod.FetchResult(
             url=r["url"], fp=r["fp"], fetch_time=now, elapsed_ms=0.0,
-            outcome=fetcher_mod.TRANSIENT, reason=reason) for r in rows]
+            outcome=fetcher_mod.TRANSIENT, reason=reason) for r in rows if r["fp"] not in handed]
         traceback.print_exc()
     finally:
         if progress is not None:
@@ -74,8 +94,8 @@ def fetch_one_host(fetcher_factory, host, rows, state_row, progress=None):
         except Exception:
             pass
     faults.crash_point("fetch")
-    pages = [_page(by_fp[res.fp], res) for res in results if res.fp in by_fp]
-    done = {p["fp"] for p in pages}
+    pages = [_page(by_fp[res.fp], res) for res in results if res.fp in by_fp and res.fp not in handed]
+    done = {p["fp"] for p in pages} | handed
     now = time.time()
     for r in rows:  # a fetcher that forgot a URL must not lose it either
         if r["fp"] not in done:

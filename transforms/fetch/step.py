@@ -14,6 +14,7 @@ bytes, errors, hosts, and the distribution of fetch milliseconds) for an engine'
 """
 
 import concurrent.futures as cf
+import queue
 import sys
 import time
 
@@ -33,13 +34,18 @@ from transforms.tableio.step import RowsToTables
 
 class FetchHosts(beam.DoFn):
     """(host, {"urls": [table], "state": [row]}) -> page dicts; host rows on tag `hosts`,
-    sitemaps to queue on tag `sitemaps`."""
+    sitemaps to queue on tag `sitemaps`.
 
-    def __init__(self, config, threads=32, sitemaps=True, progress_seconds=0.0):
+    Pages stream: each page goes out as soon as its fetch ends (through a queue of at most
+    `max_ready` pages the fetch threads fill and this DoFn drains; a full queue makes the
+    fetch threads wait), so memory holds the pages in flight, not whole hosts' rounds."""
+
+    def __init__(self, config, threads=32, sitemaps=True, progress_seconds=0.0, max_ready=256):
         self.config = config
         self.threads = max(1, int(threads))
         self.sitemaps = sitemaps
         self.progress_seconds = float(progress_seconds or 0)
+        self.max_ready = max(1, int(max_ready))
 
     def setup(self):
         self._pool = cf.ThreadPoolExecutor(self.threads, thread_name_prefix="fetch")
@@ -52,11 +58,12 @@ class FetchHosts(beam.DoFn):
 
     def start_bundle(self):
         self._pending, self._jobs = set(), []
+        self._ready = queue.Queue(self.max_ready)
+        self._abandoned = False
         self._started = None
         self._progress = self._reporter = None
 
     def _count(self, pages):
-        self._hosts.inc()
         self._pages.inc(len(pages))
         self._bytes.inc(sum(len(p["body"]) for p in pages if p.get("body")))
         self._errors.inc(sum(p.get("outcome") in ERROR_OUTCOMES for p in pages))
@@ -64,8 +71,29 @@ class FetchHosts(beam.DoFn):
             if p.get("elapsed_ms") is not None:
                 self._ms.update(int(p["elapsed_ms"]))
 
+    def _put(self, page):
+        """From a fetch thread: hand a page over; wait while `max_ready` pages are waiting."""
+        while not self._abandoned:
+            try:
+                self._ready.put(page, timeout=0.5)
+                return
+            except queue.Full:
+                continue   # a bundle that failed downstream (the round fails) stops draining
+
+    def _drain(self, windowed):
+        """The pages fetched so far, in the order they ended."""
+        wrap = (lambda v: WindowedValue(v, MIN_TIMESTAMP, [GlobalWindow()])) if windowed else (lambda v: v)
+        while True:
+            try:
+                page = self._ready.get_nowait()
+            except queue.Empty:
+                return
+            self._count([page])
+            yield wrap(page)
+
     def _emit(self, fut, windowed):
         pages, host_row, sitemaps = fut.result()
+        self._hosts.inc()
         self._count(pages)
         wrap = (lambda v: WindowedValue(v, MIN_TIMESTAMP, [GlobalWindow()])) if windowed else (lambda v: v)
         for p in pages:
@@ -108,11 +136,14 @@ class FetchHosts(beam.DoFn):
         self._jobs.sort(key=self._expected_seconds, reverse=True)
         for host, rows, state_row in self._jobs:
             self._pending.add(self._pool.submit(fetch_one_host, self._factory, host, rows, state_row,
-                                                self._progress))
+                                                self._progress, self._put))
         self._jobs = []
-        for fut in cf.as_completed(list(self._pending)):
-            yield from self._emit(fut, windowed=True)
-        self._pending = set()
+        while self._pending:   # pages as they come; a host's row once it is done
+            done, self._pending = cf.wait(self._pending, timeout=0.05, return_when=cf.FIRST_COMPLETED)
+            yield from self._drain(windowed=True)
+            for fut in done:
+                yield from self._emit(fut, windowed=True)
+        yield from self._drain(windowed=True)
         if self._reporter is not None:
             self._reporter.stop()
             self._reporter = None
@@ -121,6 +152,7 @@ class FetchHosts(beam.DoFn):
                 {"seconds_fetch": time.perf_counter() - self._started}, MIN_TIMESTAMP, [GlobalWindow()]))
 
     def teardown(self):
+        self._abandoned = True
         pool = getattr(self, "_pool", None)
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -186,9 +218,10 @@ class Fetch(beam.PTransform):
       stats     counter dicts (fetch seconds)
     """
 
-    def __init__(self, fetch_config, threads, use_sitemaps, url_filter, progress_seconds=0.0):
+    def __init__(self, fetch_config, threads, use_sitemaps, url_filter, progress_seconds=0.0,
+                 max_ready=256):
         super().__init__()
-        self.fetch_hosts = FetchHosts(fetch_config, threads, use_sitemaps, progress_seconds)
+        self.fetch_hosts = FetchHosts(fetch_config, threads, use_sitemaps, progress_seconds, max_ready)
         self.url_filter = url_filter
 
     def expand(self, inputs):

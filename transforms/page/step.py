@@ -177,9 +177,12 @@ class ProcessPages(beam.PTransform):
     RESULTS and PAGES tables, kept links bundles, filtered bundles, counter dicts.
     """
 
-    def __init__(self, config, processes=0):
+    def __init__(self, config, processes=0, links_to_files=None):
         super().__init__()
         self.config, self.processes = config, processes
+        # links_to_files(): a PTransform bundles -> spill file paths (--memory_mb); `links`
+        # are then those paths, spilled before the flatten (which the in-process runner holds)
+        self.links_to_files = links_to_files
 
     def expand(self, inputs):
         processed = (inputs["pages"] | "Process" >> beam.ParDo(PageFates(self.config, self.processes))
@@ -214,10 +217,15 @@ class ProcessPages(beam.PTransform):
             "pages": processed.pages | "PageTables" >> RowsToTables(tables.PAGES, 500),
             "archive": processed.archive,
             "deepweb": processed.deepweb,
-            "links": (processed.links, bundles.kept) | "AllLinks" >> beam.Flatten(),
+            "links": self._links(processed.links, bundles.kept),
             "filtered": (processed.filtered, bundles.filtered) | "AllFilteredLinks" >> beam.Flatten(),
             "stats": ((visited | "VisitedStats" >> beam.Map(visited_stats),
                        results | "RetryStats" >> beam.Map(retry_stats), processed.stats)
                       | "PageStats" >> beam.Flatten()),
             "docfreq": docfreq,
         }
+
+    def _links(self, *parts):
+        if self.links_to_files is not None:
+            parts = tuple(part | f"LinksToFiles{i}" >> self.links_to_files() for i, part in enumerate(parts))
+        return parts | "AllLinks" >> beam.Flatten()

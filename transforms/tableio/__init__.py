@@ -2,5 +2,7 @@
 
 - `files`: plain functions that read row groups and whole views of a table's files.
 - `step`: the Beam side: `ReadTables`, `WriteTable`, `WriteStats`, `RowsToTables` and the
-  `ArrowTableCoder` that lets `pa.Table` elements cross stage boundaries cheaply.
+  `ArrowTableCoder` that lets `pa.Table` elements cross stage boundaries cheaply;
+  `SpillToFiles`/`ReadSpilled` (`Spill`): a PCollection through spill files (--memory_mb).
+- `spill`: the spill files a round's large intermediate data waits in (rounds/N/_spill/).
 """

@@ -63,3 +63,17 @@ def read_view(files, schema, columns=None) -> pa.Table:
             t = pf.read(columns=_read_columns(sub, None, pf.schema_arrow))
         parts.append(tables.conform(t, sub))
     return pa.concat_tables(parts) if parts else sub.empty_table()
+
+
+class OpenPart:
+    """One temporary part file: its handle, Parquet writer and the tables not yet written."""
+
+    def __init__(self, path, handle, writer):
+        self.path, self.handle, self.writer, self.pending, self.rows, self.written = path, handle, writer, [], 0, 0
+
+
+def temp_dir(prefix):
+    """Where a table's parts wait for `CommitTables`: beside its files, under a name no
+    reader's `*.parquet` listing of the table's folder matches."""
+    head, _, tail = prefix.rpartition("/")
+    return f"{head}/_temporary-{tail}"

@@ -30,7 +30,8 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import tables
-from transforms.tableio.files import _subschema, read_row_groups
+from transforms.tableio import spill
+from transforms.tableio.files import OpenPart, _subschema, read_row_groups, temp_dir
 from transforms.tableio.layers import DeltaIndex, layer_key_groups
 
 
@@ -172,20 +173,6 @@ class RowsToTables(beam.PTransform):
                 | "ToTable" >> beam.Map(lambda batch: pa.Table.from_pylist(batch, schema=schema)))
 
 
-class _OpenPart:
-    """One temporary part file: its handle, Parquet writer and the tables not yet written."""
-
-    def __init__(self, path, handle, writer):
-        self.path, self.handle, self.writer, self.pending, self.rows, self.written = path, handle, writer, [], 0, 0
-
-
-def temp_dir(prefix):
-    """Where a table's parts wait for `CommitTables`: beside its files, under a name no
-    reader's `*.parquet` listing of the table's folder matches."""
-    head, _, tail = prefix.rpartition("/")
-    return f"{head}/_temporary-{tail}"
-
-
 class _WriteParts(beam.DoFn):
     """Arrow tables -> one temporary Parquet part per bundle, in row groups of about
     `row_group_rows` rows; yields (prefix, part path, rows) when the bundle ends.
@@ -227,7 +214,7 @@ class _WriteParts(beam.DoFn):
             path = f"{temp_dir(self.prefix)}/{uuid.uuid4().hex}.parquet"
             handle = FileSystems.create(path, mime_type="application/x-parquet",
                                         compression_type=CompressionTypes.UNCOMPRESSED)
-            self._part = _OpenPart(path, handle, pq.ParquetWriter(handle, self.schema, compression=self.codec))
+            self._part = OpenPart(path, handle, pq.ParquetWriter(handle, self.schema, compression=self.codec))
         f = self._part
         f.pending.append(table)
         f.rows += table.num_rows
@@ -335,3 +322,69 @@ class WriteStats(beam.PTransform):
         return (stats
                 | "Sum" >> beam.CombineGlobally(sum_dicts)
                 | "Write" >> beam.ParDo(_WriteJson(self.path)))
+
+
+class _SpillToFiles(beam.DoFn):
+    """Elements -> paths of spill files holding them (at most ~`chunk_bytes` pickled each)."""
+
+    def __init__(self, directory, chunk_bytes):
+        self.directory, self.chunk_bytes = directory.rstrip("/"), max(1, int(chunk_bytes))
+
+    def setup(self):
+        self._files, self._bytes = Metrics.counter("spill", "files"), Metrics.counter("spill", "bytes")
+
+    def start_bundle(self):
+        self._buf, self._size = [], 0
+
+    def _flush(self):
+        path = f"{self.directory}/{uuid.uuid4().hex}.spill"
+        self._bytes.inc(spill.write_spill(path, self._buf))
+        self._files.inc()
+        self._buf, self._size = [], 0
+        return path
+
+    def process(self, element):
+        data = spill.encode(element)
+        self._buf.append(data)
+        self._size += len(data)
+        if self._size >= self.chunk_bytes:
+            yield self._flush()
+
+    def finish_bundle(self):
+        if self._buf:
+            yield WindowedValue(self._flush(), MIN_TIMESTAMP, [GlobalWindow()])
+
+
+class SpillToFiles(beam.PTransform):
+    """Elements -> paths of spill files holding them (tableio.spill), written as they come
+    in the producing stage; at most ~`chunk_bytes` of pickled elements per file."""
+
+    def __init__(self, directory, chunk_bytes):
+        super().__init__()
+        self.directory, self.chunk_bytes = directory, chunk_bytes
+
+    def expand(self, pcoll):
+        return pcoll | "ToFiles" >> beam.ParDo(_SpillToFiles(self.directory, self.chunk_bytes))
+
+
+class ReadSpilled(beam.PTransform):
+    """Spill file paths -> their elements, read one file at a time in the next stage (the
+    Reshuffle makes the stage boundary; only the paths wait in the runner's memory)."""
+
+    def expand(self, paths):
+        return paths | "Paths" >> beam.Reshuffle() | "FromFiles" >> beam.FlatMap(spill.read_spill)
+
+
+class Spill(beam.PTransform):
+    """A PCollection through spill files: `SpillToFiles` then `ReadSpilled`. Same elements
+    out (order not kept); memory holds one file's worth, not the whole PCollection. (On the
+    in-process runner a Flatten between the producer and this step would hold the elements
+    in memory first: spill each input of a Flatten and flatten the paths.)"""
+
+    def __init__(self, directory, chunk_bytes):
+        super().__init__()
+        self.directory, self.chunk_bytes = directory, chunk_bytes
+
+    def expand(self, pcoll):
+        return (pcoll | "Write" >> SpillToFiles(self.directory, self.chunk_bytes)
+                | "Read" >> ReadSpilled())

@@ -1,0 +1,99 @@
+"""Spill files (transforms.tableio.spill, tableio.step.Spill) and streamed fetch pages."""
+import threading
+
+import apache_beam as beam
+import pytest
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from pipelines.roundpipeline import budget_sizes
+from transforms.fetch import hostfetcher as fetcher_mod
+from transforms.fetch.hostjob import fetch_one_host
+from transforms.tableio import spill
+from transforms.tableio.step import Spill
+
+
+def test_spill_file_round_trip_and_discard(tmp_path):
+    round_dir = tmp_path / "rounds" / "000001"
+    path = str(round_dir / spill.DIRNAME / "links" / "a.spill")
+    elements = [{"src": "http://a/", "dst": ["http://a/%d" % i for i in range(50)]}, b"x" * 1000, None, 7]
+    assert spill.write_spill(path, [spill.encode(e) for e in elements]) > 0
+    assert list(spill.read_spill(path)) == elements
+    assert spill.discard(str(round_dir)) is True
+    assert not (round_dir / spill.DIRNAME).exists()
+    assert spill.discard(str(round_dir)) is False
+
+
+def test_damaged_spill_file_names_the_file(tmp_path):
+    path = tmp_path / "bad.spill"
+    path.write_bytes(spill.MAGIC + b"\x05\x00\x00\x00\x00\x00\x00\x00garbage")
+    with pytest.raises(spill.SpillReadError, match="bad.spill"):
+        list(spill.read_spill(str(path)))
+
+
+def test_spill_transform_keeps_every_element_in_small_files(tmp_path):
+    elements = [{"i": i, "links": ["http://h/%d/%d" % (i, j) for j in range(20)]} for i in range(300)]
+    with TestPipeline() as p:
+        out = (p | beam.Create(elements, reshuffle=False)
+               | Spill(str(tmp_path / spill.DIRNAME / "links"), chunk_bytes=2000))
+        assert_that(out, equal_to(elements))
+    files = list((tmp_path / spill.DIRNAME / "links").glob("*.spill"))
+    assert len(files) > 10   # ~2 KB each: many files, not one holding everything
+
+
+def test_budget_sizes_follow_the_flag_not_the_round():
+    small, default = budget_sizes(64), budget_sizes(1024)
+    assert small["spill_bytes"] < default["spill_bytes"]
+    assert small["ready_pages"] < default["ready_pages"]
+    assert small["bucket_rows"] < default["bucket_rows"]
+    assert small["link_batch"] <= default["link_batch"]
+
+
+class _FakeFetcher:
+    """Fetches each URL, checking that earlier pages were handed over before the next starts."""
+
+    def __init__(self, handed):
+        self.handed = handed
+
+    def fetch_host(self, host, requests, state, observe=None):
+        results = []
+        for i, req in enumerate(requests):
+            assert len(self.handed) == i   # streamed: page i-1 left before request i
+            res = fetcher_mod.FetchResult(url=req.url, fp=req.fp, fetch_time=1.0, elapsed_ms=1.0,
+                                          outcome="ok", http_status=200, body=b"<html>%d</html>" % i)
+            results.append(res)
+            if observe:
+                observe(res)
+        return results, state
+
+    def close(self):
+        pass
+
+
+def test_fetch_one_host_streams_pages_and_keeps_no_body():
+    rows = [{"fp": i + 1, "url": f"http://h.test/{i}", "host": "h.test"} for i in range(5)]
+    handed, lock = [], threading.Lock()
+
+    def on_page(page):
+        with lock:
+            handed.append(page)
+
+    pages, host_row, _ = fetch_one_host(lambda: _FakeFetcher(handed), "h.test", rows, None,
+                                        on_page=on_page)
+    assert pages == []                       # everything was handed over as it came
+    assert [p["fp"] for p in handed] == [1, 2, 3, 4, 5]
+    assert handed[2]["body"] == b"<html>2</html>"
+    assert host_row["host"] == "h.test"
+
+
+def test_fetch_one_host_without_streaming_returns_every_page():
+    rows = [{"fp": i + 1, "url": f"http://h.test/{i}", "host": "h.test"} for i in range(3)]
+
+    class Plain(_FakeFetcher):
+        def fetch_host(self, host, requests, state, observe=None):
+            self.handed = list(range(len(requests)))   # no streaming check
+            return [fetcher_mod.FetchResult(url=r.url, fp=r.fp, fetch_time=1.0, elapsed_ms=1.0,
+                                            outcome="ok", body=b"b") for r in requests], state
+
+    pages, _, _ = fetch_one_host(lambda: Plain([]), "h.test", rows, None)
+    assert sorted(p["fp"] for p in pages) == [1, 2, 3] and all(p["body"] == b"b" for p in pages)
