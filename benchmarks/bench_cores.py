@@ -51,7 +51,7 @@ def _state(crawl_dir):
     crawl = CrawlDir(str(crawl_dir))
     n = crawl.last_committed()
     visited = sorted(u for f in crawl.table_files("visited", n) for u in pq.read_table(f, columns=["url"]).column("url").to_pylist())
-    frontier = sorted(x for f in crawl.table_files("frontier", n) for x in pq.read_table(f, columns=["fp"]).column("fp").to_pylist())
+    frontier = sorted(crawl.read_table("frontier", n, ["fp"]).column("fp").to_pylist())
     return n, visited, frontier
 
 
