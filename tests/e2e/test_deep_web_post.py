@@ -24,12 +24,10 @@ from warcio.archiveiterator import ArchiveIterator
 from pipelines import inject
 from pipelines.crawldir import CrawlDir
 from tests.e2e import crawlstate
+from tests.e2e.test_deep_web import DELAY, WEB  # the same small jobs + library web
 from tests.simweb import requestlog
 from tests.simweb.process import SimWebProcess
 
-WEB = dict(n_records=150, library=True, library_records=200, library_vocab=300,
-           library_max_results=60)
-DELAY = 0.02
 JOBS_BUDGET = 12
 
 

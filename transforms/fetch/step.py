@@ -32,6 +32,17 @@ from transforms.fetch.progress import ERROR_OUTCOMES, FetchProgress, ProgressRep
 from transforms.tableio.step import RowsToTables
 
 
+def _global(value):
+    return WindowedValue(value, MIN_TIMESTAMP, [GlobalWindow()])
+
+
+class _HostDone:
+    """Queued behind a host's last page: fetch_one_host's result (or what it raised)."""
+
+    def __init__(self, result):
+        self.result = result
+
+
 class FetchHosts(beam.DoFn):
     """(host, {"urls": [table], "state": [row]}) -> page dicts; host rows on tag `hosts`,
     sitemaps to queue on tag `sitemaps`.
@@ -57,7 +68,7 @@ class FetchHosts(beam.DoFn):
         self._ms = m.distribution("fetch", "fetch_ms")
 
     def start_bundle(self):
-        self._pending, self._jobs = set(), []
+        self._jobs = []
         self._ready = queue.Queue(self.max_ready)
         self._abandoned = False
         self._started = None
@@ -71,36 +82,36 @@ class FetchHosts(beam.DoFn):
             if p.get("elapsed_ms") is not None:
                 self._ms.update(int(p["elapsed_ms"]))
 
-    def _put(self, page):
-        """From a fetch thread: hand a page over; wait while `max_ready` pages are waiting."""
+    def _put(self, item):
+        """From a fetch thread: hand a page (or a finished host's `_HostDone`) over; wait
+        while the queue is full."""
         while not self._abandoned:
             try:
-                self._ready.put(page, timeout=0.5)
+                self._ready.put(item, timeout=0.5)
                 return
             except queue.Full:
                 continue   # a bundle that failed downstream (the round fails) stops draining
 
-    def _drain(self, windowed):
-        """The pages fetched so far, in the order they ended."""
-        wrap = (lambda v: WindowedValue(v, MIN_TIMESTAMP, [GlobalWindow()])) if windowed else (lambda v: v)
-        while True:
-            try:
-                page = self._ready.get_nowait()
-            except queue.Empty:
-                return
-            self._count([page])
-            yield wrap(page)
+    def _fetch_host(self, host, rows, state_row):
+        """In a fetch thread: one host's fetch, then its result behind its last page."""
+        try:
+            result = fetch_one_host(self._factory, host, rows, state_row, self._progress, self._put)
+        except BaseException as e:   # re-raised by the bundle (fetch_one_host itself never raises)
+            result = e
+        self._put(_HostDone(result))
 
-    def _emit(self, fut, windowed):
-        pages, host_row, sitemaps = fut.result()
+    def _emit(self, done):
+        """A finished host's leftovers (pages the fetcher kept, if any), row and sitemaps."""
+        if isinstance(done.result, BaseException):
+            raise done.result
+        pages, host_row, sitemaps = done.result
         self._hosts.inc()
         self._count(pages)
-        wrap = (lambda v: WindowedValue(v, MIN_TIMESTAMP, [GlobalWindow()])) if windowed else (lambda v: v)
         for p in pages:
-            yield wrap(p)
-        yield beam.pvalue.TaggedOutput("hosts", wrap(host_row))
+            yield _global(p)
+        yield beam.pvalue.TaggedOutput("hosts", _global(host_row))
         if sitemaps and self.sitemaps:
-            yield beam.pvalue.TaggedOutput("sitemaps", wrap(sitemaps))
+            yield beam.pvalue.TaggedOutput("sitemaps", _global(sitemaps))
 
     def _start_progress(self, planned):
         self._progress = FetchProgress()
@@ -126,24 +137,28 @@ class FetchHosts(beam.DoFn):
 
     def _expected_seconds(self, job):
         """A host's fetch time as far as its politeness sets it (the longest first)."""
-        state = job[2] or {}
-        gap = max(self.config.delay_per_host, state.get("crawl_delay") or 0.0)
-        return len(job[1]) * (gap + 0.001) / max(1, self.config.conns_per_host if not state.get("crawl_delay") else 1)
+        crawl_delay = (job[2] or {}).get("crawl_delay") or 0.0
+        gap = max(self.config.delay_per_host, crawl_delay)
+        slots = 1 if crawl_delay else max(1, self.config.conns_per_host)   # Crawl-delay forces 1
+        return len(job[1]) * (gap + 0.001) / slots
 
     def finish_bundle(self):
         # Longest host first: a round lasts as long as its longest host, which fetches one
         # request at a time; started last, it would run alone at the end of the round.
         self._jobs.sort(key=self._expected_seconds, reverse=True)
         for host, rows, state_row in self._jobs:
-            self._pending.add(self._pool.submit(fetch_one_host, self._factory, host, rows, state_row,
-                                                self._progress, self._put))
-        self._jobs = []
-        while self._pending:   # pages as they come; a host's row once it is done
-            done, self._pending = cf.wait(self._pending, timeout=0.05, return_when=cf.FIRST_COMPLETED)
-            yield from self._drain(windowed=True)
-            for fut in done:
-                yield from self._emit(fut, windowed=True)
-        yield from self._drain(windowed=True)
+            self._pool.submit(self._fetch_host, host, rows, state_row)
+        hosts_left, self._jobs = len(self._jobs), []
+        # One queue carries both, in the order they happen: each page as its fetch ends, and
+        # each host's result once its last page is in (so nothing here polls).
+        while hosts_left:
+            item = self._ready.get()
+            if isinstance(item, _HostDone):
+                hosts_left -= 1
+                yield from self._emit(item)
+            else:
+                self._count([item])
+                yield _global(item)
         if self._reporter is not None:
             self._reporter.stop()
             self._reporter = None
