@@ -1,2 +1,13 @@
 """Shared fixtures: the simulated web (tests/simweb) and crawl helpers."""
+import atexit
+import os
+import shutil
+import tempfile
+
 from tests.simweb.fixtures import *  # noqa: F401,F403
+
+# caches (the memory-mapped language model) go to a directory of this test run, not the
+# user's ~/.cache; crawls the tests start as subprocesses inherit it
+if "BEAMCRAWL_CACHE" not in os.environ:
+    os.environ["BEAMCRAWL_CACHE"] = tempfile.mkdtemp(prefix="beamcrawl-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["BEAMCRAWL_CACHE"], True)

@@ -12,6 +12,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
+from transforms.page.formats import langmodel
 from transforms.page.sitemaps import parse_lastmod
 from transforms.urls.canonical import classify_many
 
@@ -111,18 +112,12 @@ def language_tag(tag) -> str | None:
     return tag if 2 <= len(tag) <= 3 and tag.isalpha() else None
 
 
-_detector = None
-
-
 def detect_language(text: str) -> str | None:
-    """py3langid's guess (ISO 639-1) for a text of at least MIN_DETECT_CHARS, else None."""
-    global _detector
+    """py3langid's guess (ISO 639-1) for a text of at least MIN_DETECT_CHARS, else None
+    (its model memory-mapped from a shared cache: `langmodel`)."""
     if len(text) < MIN_DETECT_CHARS:
         return None
-    if _detector is None:
-        import py3langid
-        _detector = py3langid.classify
-    return _detector(text[:DETECT_CHARS])[0]
+    return langmodel.classifier()(text[:DETECT_CHARS])[0]
 
 
 def resolve_links(base: str, pairs, dates=None):
