@@ -57,11 +57,51 @@ def lean_allocators():
         pass
 
 
+_released = []   # the original BundleProcessorCache.release, once patched (process-wide)
+
+
+def release_stage_state():
+    """The in-process runner frees what a stage held once its bundle is done (README "Memory
+    budget"). Beam 2.77 keeps every stage's bundle processor cached for reuse, and a round
+    runs each stage once, so until the pipeline ended it kept (a) each output's encode
+    buffer, grown to the size of that output (up to Beam's 10 MB flush threshold, per
+    output of every stage: measured ~37 MB live after a 5 000-page fetch stage), and (b)
+    each stage's DoFns set up: the fetch threads and their sessions, and the page worker
+    processes (--page_processes) with the memory they had parsed in. After the bundle
+    is released, its outputs' buffers are dropped and its processor shut down (DoFn
+    teardown); a stage run again builds a new one, as Beam does when its cache is empty.
+    Patches this process only (not a distributed runner's workers); idempotent; does
+    nothing if Beam's internals no longer look as expected."""
+    if _released:
+        return
+    try:
+        from apache_beam.runners.worker import bundle_processor, sdk_worker
+        cache_cls = sdk_worker.BundleProcessorCache
+        original = cache_cls.release
+        shutdown = cache_cls._shutdown_cached_bundle_processors
+        output_op = bundle_processor.DataOutputOperation
+    except (ImportError, AttributeError):
+        return
+    _released.append(original)
+
+    def release(self, instruction_id):
+        descriptor_id, processor = self.active_bundle_processors[instruction_id]
+        original(self, instruction_id)
+        for op in getattr(processor, "ops", {}).values():
+            if isinstance(op, output_op):
+                op.output_stream = None   # set anew for the processor's next bundle
+        shutdown(self.cached_bundle_processors.get(descriptor_id, []))
+
+    release.__wrapped__ = original
+    cache_cls.release = release
+
+
 def run_pipeline(builder, argv):
     construction.install()
     options, runner = pipeline_options(argv)
     if runner is not None:   # the in-process runner: this process holds the round
         lean_allocators()
+        release_stage_state()
     if "DaskRunner" in str(options.view_as(StandardOptions).runner):
         from pipelines import daskfix
         daskfix.install()   # Beam 2.77's DaskRunner translation bugs (see daskfix)

@@ -1,0 +1,82 @@
+"""pipelines.runner frees a stage's state once its bundle is done (in-process runner), and
+pipelines/__init__ keeps Arrow's C++ pool off mimalloc (README "Memory budget")."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import apache_beam as beam
+from apache_beam.runners.worker import bundle_processor, sdk_worker
+
+from pipelines import runner
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class _MarksTeardown(beam.DoFn):
+    """Stage 1: passes elements on; its teardown leaves a file."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def process(self, x):
+        yield x
+
+    def teardown(self):
+        Path(self.marker).write_text("torn down")
+
+
+class _SeesMarker(beam.DoFn):
+    """Stage 2 (after a GroupByKey): whether stage 1's DoFn was already torn down."""
+
+    def __init__(self, marker, out):
+        self.marker, self.out = marker, out
+
+    def process(self, kv):
+        with open(self.out, "a") as f:
+            f.write(f"{kv[0]}:{sorted(kv[1])}:{os.path.exists(self.marker)}\n")
+
+
+def _two_stages(p, marker, out):
+    (p | beam.Create([("a", 1), ("a", 2), ("b", 3)])
+     | "First" >> beam.ParDo(_MarksTeardown(marker))
+     | beam.GroupByKey()
+     | "Second" >> beam.ParDo(_SeesMarker(marker, out)))
+
+
+def test_a_stage_is_torn_down_before_the_next_runs_and_results_hold(tmp_path):
+    marker, out = str(tmp_path / "marker"), str(tmp_path / "out")
+    runner.run_pipeline(lambda p: _two_stages(p, marker, out), ["--runner=DirectRunner"])
+    assert sorted(Path(out).read_text().splitlines()) == ["a:[1, 2]:True", "b:[3]:True"]
+    assert sdk_worker.BundleProcessorCache.release.__wrapped__ is not None
+    runner.release_stage_state()   # idempotent: patched once
+    assert not hasattr(sdk_worker.BundleProcessorCache.release.__wrapped__, "__wrapped__")
+
+
+def test_released_bundle_drops_its_output_buffers(tmp_path):
+    """After a bundle, no DataOutputOperation of a cached or active processor keeps its
+    output stream (and the buffer it grew to)."""
+    kept = []
+    original = bundle_processor.BundleProcessor.shutdown
+
+    def shutdown(self):
+        kept.extend(op.output_stream for op in self.ops.values()
+                    if isinstance(op, bundle_processor.DataOutputOperation))
+        return original(self)
+
+    bundle_processor.BundleProcessor.shutdown = shutdown
+    try:
+        marker, out = str(tmp_path / "marker"), str(tmp_path / "out")
+        runner.run_pipeline(lambda p: _two_stages(p, marker, out), ["--runner=DirectRunner"])
+    finally:
+        bundle_processor.BundleProcessor.shutdown = original
+    assert kept and all(s is None for s in kept)
+
+
+def test_arrow_cpp_pool_is_the_system_allocator():
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    env["PYTHONPATH"] = str(REPO)
+    got = subprocess.run([sys.executable, "-c", "import pipelines, pyarrow as pa; "
+                          "print(pa.default_memory_pool().backend_name)"],
+                         env=env, capture_output=True, text=True, check=True, cwd=REPO)
+    assert got.stdout.strip() == "system"
