@@ -84,7 +84,7 @@ def test_arrow_cpp_pool_is_the_system_allocator():
 
 def test_large_blocks_stay_mapped_after_a_larger_one_was_freed():
     """glibc raises its mmap threshold to the largest block freed; lean_allocators fixes it
-    so a 512 KB block is still mapped (returned to the system when freed)."""
+    so a 2 MB block is still mapped (returned to the system when freed)."""
     import ctypes
     import pytest
     try:
@@ -101,9 +101,9 @@ def test_large_blocks_stay_mapped_after_a_larger_one_was_freed():
     libc.malloc.restype = ctypes.c_void_p
     libc.free.argtypes = [ctypes.c_void_p]
     runner.lean_allocators()
-    libc.free(libc.malloc(8 << 20))   # a freed 8 MB block would lift a dynamic threshold to 8 MB
+    libc.free(libc.malloc(16 << 20))   # a freed 16 MB block lifts a dynamic threshold to 16 MB
     before = libc.mallinfo2().hblkhd
-    block = libc.malloc(512 << 10)
+    block = libc.malloc(2 << 20)
     mapped = libc.mallinfo2().hblkhd - before
     libc.free(block)
-    assert mapped >= 512 << 10
+    assert mapped >= 2 << 20
