@@ -108,3 +108,35 @@ def test_a_process_that_may_not_start_workers_parses_inline(monkeypatch):
     pool.close()
     assert "daemonic" in pool.broken
     assert sorted(map(repr, got)) == sorted(repr(page_fate(p, CONFIG)) for p in pages)
+
+
+_NO_GUARD_SCRIPT = '''
+import concurrent.futures as cf, multiprocessing, sys
+sys.path.insert(0, {repo!r})
+import apache_beam                          # the main module of a round imports Beam
+from transforms.page.pool import PRELOAD, main_module_hidden
+print("MAIN RAN", flush=True)               # no __main__ guard: a worker importing it would print too
+ctx = multiprocessing.get_context("forkserver")
+ctx.set_forkserver_preload(PRELOAD)
+with main_module_hidden():
+    ex = cf.ProcessPoolExecutor(1, mp_context=ctx)
+    fut = ex.submit(eval, "sorted(m for m in ('apache_beam', 'pipelines') if m in __import__('sys').modules)"
+                          " + [getattr(__import__('sys').modules.get('__mp_main__'), '__file__', None)]")
+print("WORKER HAS", fut.result(), flush=True)
+ex.shutdown()
+print("MAIN FILE KEPT", __file__ == {path!r}, flush=True)
+'''
+
+
+def test_workers_do_not_import_the_main_module(tmp_path):
+    """The fork server and workers run without the main module: no Beam in them, and a
+    script without a `__main__` guard is not run again."""
+    import subprocess
+    import sys
+    script = tmp_path / "noguard.py"
+    script.write_text(_NO_GUARD_SCRIPT.format(repo=str(Path(__file__).parents[2]), path=str(script)))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.count("MAIN RAN") == 1, out.stdout
+    assert "WORKER HAS [None]" in out.stdout, out.stdout     # no Beam, no pipeline, not the script
+    assert "MAIN FILE KEPT True" in out.stdout, out.stdout

@@ -8,17 +8,21 @@ clean fork server (never forked from a process with live threads), so the page s
 beside the fetch. Pages go in and fates come back pickled; the fates are identical to
 computing them inline (`page_fate` is a pure function of page and config).
 
-If a worker dies (a script without a `__main__` guard, whose workers re-run it when they
-import it; a crash in a parser), the pages of its batch and every later batch are parsed in
-the fetching process instead, with one warning: nothing is lost.
+Neither the fork server nor the workers import the crawl's main module (multiprocessing
+would, to find functions defined there; the workers run only `transforms.page`): they stay
+small (no Beam, no pipeline) and a script without a `__main__` guard is not run again in
+them. If a worker dies (a crash in a parser, the OOM killer), the pages of its batch and every
+later batch are parsed in the fetching process instead, with one warning: nothing is lost.
 
 Small rounds stay inline: a pool is only started once a bundle has `min_pages` pages, so a
 round of a few hundred pages pays no process start-up.
 """
 import concurrent.futures as cf
+import contextlib
 import logging
 import multiprocessing
 import os
+import sys
 import time
 
 from transforms.page.fate import page_fate
@@ -39,6 +43,22 @@ def page_fates(pages, config):
     started = time.perf_counter()
     fates = [page_fate(p, config) for p in pages]
     return fates, time.perf_counter() - started
+
+
+@contextlib.contextmanager
+def main_module_hidden():
+    """While processes start: multiprocessing sees no main module to import in them (it
+    reads `__main__.__spec__` and `__main__.__file__`; both are restored after)."""
+    main = sys.modules.get("__main__")
+    saved = {k: main.__dict__[k] for k in ("__spec__", "__file__") if main is not None and k in main.__dict__}
+    try:
+        if main is not None:
+            main.__spec__ = None
+            main.__dict__.pop("__file__", None)
+        yield
+    finally:
+        if main is not None:
+            main.__dict__.update(saved)
 
 
 class FatePool:
@@ -65,9 +85,7 @@ class FatePool:
         if self.broken is None:
             self.broken = f"{type(error).__name__}: {error}"
             log.warning("page worker processes stopped (%s); parsing in the fetching process from "
-                        "now on. A script that starts a crawl needs an `if __name__ == \"__main__\":` "
-                        "guard (worker processes import the main module), or --page_processes 0.",
-                        self.broken)
+                        "now on (--page_processes 0 does so from the start).", self.broken)
 
     def _result(self, fut):
         """A batch's (fates, seconds); a batch whose worker died is computed here instead."""
@@ -90,8 +108,11 @@ class FatePool:
         if self.broken is None and len(self._pending) < self.inflight:
             try:
                 if self._executor is None:
-                    self._start()
-                fut = self._executor.submit(page_fates, batch, self.config)
+                    with main_module_hidden():    # the fork server and workers start here
+                        self._start()
+                        fut = self._executor.submit(page_fates, batch, self.config)
+                else:
+                    fut = self._executor.submit(page_fates, batch, self.config)
                 self._batches[fut] = batch
                 self._pending.add(fut)
                 batch = None
