@@ -23,6 +23,7 @@ import logging
 import multiprocessing
 import os
 import sys
+import threading
 import time
 
 from transforms.page.fate import page_fate
@@ -74,12 +75,30 @@ class FatePool:
         self.config, self.processes, self.batch = config, processes, batch
         self.inflight = inflight or 4 * processes
         self._queue, self._pending, self._batches, self._executor = [], set(), {}, None
+        self._starter = None  # the thread starting the workers (their start blocks ~0.25 s)
         self.broken = None   # why the pool stopped, once a worker died: batches then run here
+        self.sent = 0        # batches handed to the workers
 
     def _start(self):
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(PRELOAD)
-        self._executor = cf.ProcessPoolExecutor(self.processes, mp_context=ctx)
+        """In a background thread: start the fork server and the workers (a first, empty
+        batch makes the executor spawn them), then publish the executor. The fetching
+        process parses inline meanwhile, so its fetch threads never wait on the start."""
+        try:
+            ctx = multiprocessing.get_context("forkserver")
+            ctx.set_forkserver_preload(PRELOAD)
+            with main_module_hidden():
+                executor = cf.ProcessPoolExecutor(self.processes, mp_context=ctx)
+                executor.submit(page_fates, [], self.config)
+            self._executor = executor
+        except Exception as e:   # noqa: BLE001 - no pool here (a daemonic worker process may
+            self._break(e)       # not start children, e.g. a Dask worker): parse inline
+
+    def _workers(self):
+        """The executor once the workers are up, else None (and their start begun)."""
+        if self._executor is None and self._starter is None:
+            self._starter = threading.Thread(target=self._start, name="page-pool-start", daemon=True)
+            self._starter.start()
+        return self._executor
 
     def _break(self, error):
         if self.broken is None:
@@ -105,20 +124,17 @@ class FatePool:
     def _send(self):
         batch, self._queue = self._queue, []
         done_here = []
-        if self.broken is None and len(self._pending) < self.inflight:
+        executor = self._workers() if self.broken is None else None
+        if executor is not None and len(self._pending) < self.inflight:
             try:
-                if self._executor is None:
-                    with main_module_hidden():    # the fork server and workers start here
-                        self._start()
-                        fut = self._executor.submit(page_fates, batch, self.config)
-                else:
-                    fut = self._executor.submit(page_fates, batch, self.config)
+                fut = executor.submit(page_fates, batch, self.config)
                 self._batches[fut] = batch
                 self._pending.add(fut)
+                self.sent += 1
                 batch = None
-            except Exception as e:   # noqa: BLE001 - no pool here (a daemonic worker process
-                self._break(e)       # may not start children, e.g. a Dask worker): parse inline
-        if batch is not None:   # the workers are busy (or gone): this process parses it
+            except Exception as e:   # noqa: BLE001 - a pool broken since: parse inline
+                self._break(e)
+        if batch is not None:   # the workers are busy, starting or gone: this process parses it
             done_here.append(page_fates(batch, self.config))
         done, self._pending = cf.wait(self._pending, timeout=0, return_when=cf.FIRST_COMPLETED)
         return done_here + [self._result(f) for f in done]
@@ -131,7 +147,14 @@ class FatePool:
         for f in cf.as_completed(pending):
             yield self._result(f)
 
+    def wait_started(self):
+        """Block until the workers are up or failed to start (tests; a crawl never waits)."""
+        self._workers()
+        self._starter.join()
+
     def close(self):
+        if self._starter is not None:
+            self._starter.join()
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
