@@ -1,0 +1,154 @@
+"""Near-duplicate edges in one vectorised pass over page tables, a signature once per page (pure).
+
+`NearClusters` (step.py) gathers this round's signed pages and the old side's hits as
+`PAGES` tables (`page_table`: one row per page, its MinHash signature once) and
+`near_edges` finds, from them, the EDGES that `clusters.candidate_edges` finds from band
+rows (one row per (page, band), each carrying the whole signature), by the same rules:
+
+  * band rows (band key, band, page) are made here, in memory, as int arrays: a band group
+    is the rows of one (key, band), sorted by the page's (round, fp);
+  * each band row of a page of this round is compared with the group's ``cap`` earliest
+    members (0 = all) that are earlier than it: band slice equal, another fp, Jaccard
+    estimate (share of equal MinHash values) >= threshold; of its matches the one with the
+    earliest cluster head (round, fp), then the highest estimate, then the earliest member
+    is its edge;
+  * the largest number of members one page was compared with (``min(group, cap)`` over
+    the groups with a page of this round that has an earlier member) is returned with it.
+
+Memory is the pages' signatures once plus a few ints per band row (never bands x signature
+bytes); the comparisons run in blocks of `_PAIRS` (page, member) pairs, all groups at once.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from transforms.contentseen.clusters import EDGES, NEAR_CAP, head_columns
+from transforms.contentseen.fingerprints import (
+    LSH_PARAMS,
+    MINHASH_TYPE,
+    NUM_PERM,
+    band_keys,
+    signature_column,
+    signatures_of,
+)
+from transforms.urls.fpsets import member
+
+_PAIRS = 1 << 13     # (page, member) pairs per comparison block: 2 x 8192 x num_perm uint32
+
+PAGES = pa.schema([
+    ("fp", pa.int64()), ("url", pa.string()), ("round", pa.int32()),
+    ("head_fp", pa.int64()), ("head_round", pa.int32()), ("minhash", MINHASH_TYPE),
+])
+
+
+def _np(t, name):
+    return t.column(name).to_numpy(zero_copy_only=False)
+
+
+def page_table(table: pa.Table, num_perm: int = NUM_PERM, params: tuple[int, int] = LSH_PARAMS,
+               keep_keys: np.ndarray | None = None) -> pa.Table | None:
+    """PAGES rows of `table`'s pages with a signature (columns fp, url, round, minhash and,
+    optionally, near_cluster_fp / near_cluster_round); with `keep_keys` (sorted int64)
+    only the pages with a band key in it. None when no page is left."""
+    if table.num_rows == 0:
+        return None
+    sigs, valid = signatures_of(table.column("minhash"), num_perm)
+    idx = np.flatnonzero(valid)
+    if keep_keys is not None and len(idx):
+        keys = band_keys(sigs[idx], *params)
+        idx = idx[member(keys.reshape(-1), keep_keys).reshape(keys.shape).any(axis=1)]
+    if not len(idx):
+        return None
+    fp = _np(table, "fp").astype(np.int64)
+    rnd = table.column("round").fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    head_fp, head_round = head_columns(table, fp, rnd)
+    take = pa.array(idx, type=pa.int64())
+    return pa.Table.from_arrays([
+        pa.array(fp[idx], pa.int64()), table.column("url").take(take).cast(pa.string()),
+        pa.array(rnd[idx], pa.int32()), pa.array(head_fp[idx], pa.int64()),
+        pa.array(head_round[idx], pa.int32()), signature_column(sigs[idx])], schema=PAGES)
+
+
+def page_band_keys(pages: pa.Table, num_perm: int = NUM_PERM,
+                   params: tuple[int, int] = LSH_PARAMS) -> np.ndarray:
+    """Every band key of a PAGES table's pages (int64, unsorted)."""
+    sigs, _ = signatures_of(pages.column("minhash"), num_perm)
+    return band_keys(sigs, *params).reshape(-1)
+
+
+def _concat(tables):
+    parts = [t for t in tables if t is not None and t.num_rows]
+    return pa.concat_tables(parts, promote_options="default") if parts else None
+
+
+def near_edges(new_tables, old_tables, bands: int, rows: int, num_perm: int = NUM_PERM,
+               threshold: float = 0.9, cap: int = NEAR_CAP) -> tuple[pa.Table, int]:
+    """(EDGES, widest) of this round's PAGES tables against the old side's (module rules)."""
+    new_t, old_t = _concat(new_tables), _concat(old_tables)
+    if new_t is None:
+        return EDGES.empty_table(), 0
+    n_new = new_t.num_rows
+    T = new_t if old_t is None else pa.concat_tables([new_t, old_t], promote_options="default")
+    sigs, _ = signatures_of(T.column("minhash"), num_perm)
+    fp, rnd = _np(T, "fp").astype(np.int64), _np(T, "round").astype(np.int64)
+    hfp, hrnd = _np(T, "head_fp").astype(np.int64), _np(T, "head_round").astype(np.int64)
+    keys = band_keys(sigs, bands, rows)
+    key = keys.reshape(-1)
+    page = np.repeat(np.arange(len(fp), dtype=np.int64), bands)
+    band = np.tile(np.arange(bands, dtype=np.int64), len(fp))
+    if old_t is not None:        # an old band row forms a group with a new one only by its key
+        keep = np.ones(len(key), bool)
+        keep[n_new * bands:] = member(key[n_new * bands:], np.unique(keys[:n_new]))
+        key, page, band = key[keep], page[keep], band[keep]
+    del keys
+    order = np.lexsort((fp[page], rnd[page], band, key))
+    key, band, page = key[order], band[order], page[order]
+    del order
+    start = np.flatnonzero(np.r_[True, (key[1:] != key[:-1]) | (band[1:] != band[:-1])])
+    size = np.diff(np.r_[start, len(key)])
+    gid = np.repeat(np.arange(len(start)), size)
+    pos = np.arange(len(key)) - start[gid]
+    q = np.flatnonzero((page < n_new) & (pos > 0))    # this round's rows with earlier members
+    if not len(q):
+        return EDGES.empty_table(), 0
+    width = size[np.unique(gid[q])]
+    widest = int((np.minimum(width, cap) if cap else width).max())
+    counts = np.minimum(pos[q], cap) if cap else pos[q]
+    first = start[gid[q]]
+    del gid, pos, key
+    cum = np.cumsum(counts)
+    out_i, out_o, out_j = [], [], []
+    lo = 0
+    while lo < len(q):
+        base = cum[lo - 1] if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(cum, base + _PAIRS, side="right")))
+        c = counts[lo:hi]
+        qi = np.repeat(q[lo:hi], c)
+        qo = np.repeat(first[lo:hi], c) + (np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c))
+        lo = hi
+        pi, po = page[qi], page[qo]
+        sl = band[qi][:, None] * rows + np.arange(rows)
+        ok = (sigs[pi[:, None], sl] == sigs[po[:, None], sl]).all(axis=1) & (fp[pi] != fp[po])
+        qi, qo, pi, po = qi[ok], qo[ok], pi[ok], po[ok]
+        if not len(qi):
+            continue
+        jac = np.count_nonzero(sigs[pi] == sigs[po], axis=1) / num_perm
+        ok = jac >= threshold
+        qi, qo, pi, po, jac = qi[ok], qo[ok], pi[ok], po[ok], jac[ok]
+        if not len(qi):
+            continue
+        # best match per band row: earliest head (round, fp), highest Jaccard, earliest member
+        best = np.lexsort((qo, -jac, hfp[po], hrnd[po], qi))
+        best = best[np.r_[True, qi[best][1:] != qi[best][:-1]]]
+        out_i.append(pi[best])
+        out_o.append(po[best])
+        out_j.append(jac[best])
+    if not out_i:
+        return EDGES.empty_table(), widest
+    i, o, j = np.concatenate(out_i), np.concatenate(out_o), np.concatenate(out_j)
+    return pa.Table.from_arrays([
+        pa.array(fp[i], pa.int64()), pa.array(rnd[i], pa.int32()),
+        pa.array(fp[o], pa.int64()), T.column("url").take(pa.array(o, type=pa.int64())).cast(pa.string()),
+        pa.array(rnd[o], pa.int32()), pa.array(hfp[o], pa.int64()), pa.array(hrnd[o], pa.int32()),
+        pa.array(j, pa.float64())], schema=EDGES), widest
