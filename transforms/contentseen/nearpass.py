@@ -29,7 +29,6 @@ from transforms.contentseen.fingerprints import (
     MINHASH_TYPE,
     NUM_PERM,
     band_keys,
-    signature_column,
     signatures_of,
 )
 from transforms.urls.fpsets import member
@@ -53,10 +52,12 @@ def page_table(table: pa.Table, num_perm: int = NUM_PERM, params: tuple[int, int
     only the pages with a band key in it. None when no page is left."""
     if table.num_rows == 0:
         return None
-    sigs, valid = signatures_of(table.column("minhash"), num_perm)
-    idx = np.flatnonzero(valid)
+    minhash = table.column("minhash")
+    idx = np.flatnonzero(~np.asarray(minhash.is_null().to_numpy(zero_copy_only=False), bool))
     if keep_keys is not None and len(idx):
-        keys = band_keys(sigs[idx], *params)
+        sigs, _ = signatures_of(minhash.take(pa.array(idx, type=pa.int64())), num_perm)
+        keys = band_keys(sigs, *params)
+        del sigs
         idx = idx[member(keys.reshape(-1), keep_keys).reshape(keys.shape).any(axis=1)]
     if not len(idx):
         return None
@@ -67,7 +68,7 @@ def page_table(table: pa.Table, num_perm: int = NUM_PERM, params: tuple[int, int
     return pa.Table.from_arrays([
         pa.array(fp[idx], pa.int64()), table.column("url").take(take).cast(pa.string()),
         pa.array(rnd[idx], pa.int32()), pa.array(head_fp[idx], pa.int64()),
-        pa.array(head_round[idx], pa.int32()), signature_column(sigs[idx])], schema=PAGES)
+        pa.array(head_round[idx], pa.int32()), minhash.take(take).cast(MINHASH_TYPE)], schema=PAGES)
 
 
 def page_band_keys(pages: pa.Table, num_perm: int = NUM_PERM,
@@ -75,6 +76,14 @@ def page_band_keys(pages: pa.Table, num_perm: int = NUM_PERM,
     """Every band key of a PAGES table's pages (int64, unsorted)."""
     sigs, _ = signatures_of(pages.column("minhash"), num_perm)
     return band_keys(sigs, *params).reshape(-1)
+
+
+def _signatures(column, num_perm: int) -> np.ndarray:
+    """uint32[n, num_perm] of a PAGES minhash column (no nulls): a view of its values."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    flat = column.flatten().to_numpy(zero_copy_only=False)
+    return flat.astype(np.uint32, copy=False).reshape(len(column), num_perm)
 
 
 def _concat(tables):
@@ -90,21 +99,27 @@ def near_edges(new_tables, old_tables, bands: int, rows: int, num_perm: int = NU
         return EDGES.empty_table(), 0
     n_new = new_t.num_rows
     T = new_t if old_t is None else pa.concat_tables([new_t, old_t], promote_options="default")
-    sigs, _ = signatures_of(T.column("minhash"), num_perm)
+    sigs = _signatures(T.column("minhash"), num_perm)
     fp, rnd = _np(T, "fp").astype(np.int64), _np(T, "round").astype(np.int64)
     hfp, hrnd = _np(T, "head_fp").astype(np.int64), _np(T, "head_round").astype(np.int64)
     keys = band_keys(sigs, bands, rows)
     key = keys.reshape(-1)
-    page = np.repeat(np.arange(len(fp), dtype=np.int64), bands)
-    band = np.tile(np.arange(bands, dtype=np.int64), len(fp))
+    # pages by (round, fp), ties in input order (this round's first): a band row's page
+    # rank orders a band group as (round, fp) does
+    by = np.lexsort((fp, rnd))
+    rank = np.empty(len(fp), np.int32)
+    rank[by] = np.arange(len(fp), dtype=np.int32)
+    page = np.repeat(rank, bands)
+    band = np.tile(np.arange(bands, dtype=np.int16), len(fp))
     if old_t is not None:        # an old band row forms a group with a new one only by its key
         keep = np.ones(len(key), bool)
         keep[n_new * bands:] = member(key[n_new * bands:], np.unique(keys[:n_new]))
         key, page, band = key[keep], page[keep], band[keep]
     del keys
-    order = np.lexsort((fp[page], rnd[page], band, key))
-    key, band, page = key[order], band[order], page[order]
-    del order
+    order = np.lexsort((page, band, key))
+    key, band = key[order], band[order]
+    page = by[page[order]]                      # rank -> row of the pages' arrays
+    del order, rank, by
     start = np.flatnonzero(np.r_[True, (key[1:] != key[:-1]) | (band[1:] != band[:-1])])
     size = np.diff(np.r_[start, len(key)])
     gid = np.repeat(np.arange(len(start)), size)
@@ -128,7 +143,7 @@ def near_edges(new_tables, old_tables, bands: int, rows: int, num_perm: int = NU
         qo = np.repeat(first[lo:hi], c) + (np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c))
         lo = hi
         pi, po = page[qi], page[qo]
-        sl = band[qi][:, None] * rows + np.arange(rows)
+        sl = band[qi].astype(np.int64)[:, None] * rows + np.arange(rows)
         ok = (sigs[pi[:, None], sl] == sigs[po[:, None], sl]).all(axis=1) & (fp[pi] != fp[po])
         qi, qo, pi, po = qi[ok], qo[ok], pi[ok], po[ok]
         if not len(qi):
