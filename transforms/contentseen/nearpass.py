@@ -16,7 +16,10 @@ rows (one row per (page, band), each carrying the whole signature), by the same 
     the groups with a page of this round that has an earlier member) is returned with it.
 
 Memory is the pages' signatures once plus a few ints per band row (never bands x signature
-bytes); the comparisons run in blocks of `_PAIRS` (page, member) pairs, all groups at once.
+bytes); the comparisons run in blocks of `_PAIRS` (page, member) pairs, all groups at once,
+a page's band rows side by side so that a pair several of its bands share (a template
+cluster: all of them) has its estimate computed once, and the best match of a band row is
+the smallest of its pairs' ranks packed in one int64 (a lexsort when they do not fit).
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ from transforms.contentseen.fingerprints import (
 from transforms.urls.fpsets import member
 
 _PAIRS = 1 << 13     # (page, member) pairs per comparison block: 2 x 8192 x num_perm uint32
+_PACK_LIMIT = 1 << 62  # a pair's rank packed in one int64 below this, else a lexsort
 
 PAGES = pa.schema([
     ("fp", pa.int64()), ("url", pa.string()), ("round", pa.int32()),
@@ -132,36 +136,61 @@ def near_edges(new_tables, old_tables, bands: int, rows: int, num_perm: int = NU
     counts = np.minimum(pos[q], cap) if cap else pos[q]
     first = start[gid[q]]
     del gid, pos, key
+    # a page's band rows side by side: the pairs its bands share are compared once
+    by_page = np.argsort(page[q], kind="stable")
+    q, counts, first = q[by_page], counts[by_page], first[by_page]
+    del by_page
+    n = np.int64(len(fp))
+    slices = sigs[:, :bands * rows].reshape(len(fp), bands, rows)    # [page, band] -> its slice
+    # a pair's rank as one int64 where it fits: head (round, fp), then -Jaccard, then member
+    ho = np.lexsort((hfp, hrnd))
+    head_rank = np.empty(len(fp), np.int64)
+    head_rank[ho] = np.cumsum(np.r_[True, (hfp[ho][1:] != hfp[ho][:-1]) | (hrnd[ho][1:] != hrnd[ho][:-1])]) - 1
+    del ho
+    span = int(counts.max())
+    packed = int(n) * (num_perm + 1) * span < _PACK_LIMIT
     cum = np.cumsum(counts)
-    out_i, out_o, out_j = [], [], []
+    out_q, out_i, out_o, out_j = [], [], [], []
     lo = 0
     while lo < len(q):
         base = cum[lo - 1] if lo else 0
         hi = max(lo + 1, int(np.searchsorted(cum, base + _PAIRS, side="right")))
         c = counts[lo:hi]
         qi = np.repeat(q[lo:hi], c)
-        qo = np.repeat(first[lo:hi], c) + (np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c))
+        off = np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)     # member's place in group
+        qo = np.repeat(first[lo:hi], c) + off
         lo = hi
         pi, po = page[qi], page[qo]
-        sl = band[qi].astype(np.int64)[:, None] * rows + np.arange(rows)
-        ok = (sigs[pi[:, None], sl] == sigs[po[:, None], sl]).all(axis=1) & (fp[pi] != fp[po])
-        qi, qo, pi, po = qi[ok], qo[ok], pi[ok], po[ok]
+        b = band[qi]
+        ok = (slices[pi, b] == slices[po, b]).all(axis=1) & (fp[pi] != fp[po])
+        qi, qo, pi, po, off = qi[ok], qo[ok], pi[ok], po[ok], off[ok]
         if not len(qi):
             continue
-        jac = np.count_nonzero(sigs[pi] == sigs[po], axis=1) / num_perm
+        pair, inv = np.unique(pi * n + po, return_inverse=True)
+        same = np.count_nonzero(sigs[pair // n] == sigs[pair % n], axis=1)[inv.reshape(-1)]
+        jac = same / num_perm
         ok = jac >= threshold
-        qi, qo, pi, po, jac = qi[ok], qo[ok], pi[ok], po[ok], jac[ok]
+        qi, qo, pi, po, off, same, jac = qi[ok], qo[ok], pi[ok], po[ok], off[ok], same[ok], jac[ok]
         if not len(qi):
             continue
         # best match per band row: earliest head (round, fp), highest Jaccard, earliest member
-        best = np.lexsort((qo, -jac, hfp[po], hrnd[po], qi))
-        best = best[np.r_[True, qi[best][1:] != qi[best][:-1]]]
+        # (a band row's pairs are side by side)
+        if packed:
+            rank = (head_rank[po] * (num_perm + 1) + (num_perm - same)) * span + off
+            seg = np.flatnonzero(np.r_[True, qi[1:] != qi[:-1]])
+            low = np.repeat(np.minimum.reduceat(rank, seg), np.diff(np.r_[seg, len(qi)]))
+            best = np.flatnonzero(rank == low)
+        else:
+            best = np.lexsort((qo, -jac, hfp[po], hrnd[po], qi))
+            best = best[np.r_[True, qi[best][1:] != qi[best][:-1]]]
+        out_q.append(qi[best])
         out_i.append(pi[best])
         out_o.append(po[best])
         out_j.append(jac[best])
     if not out_i:
         return EDGES.empty_table(), widest
-    i, o, j = np.concatenate(out_i), np.concatenate(out_o), np.concatenate(out_j)
+    back = np.argsort(np.concatenate(out_q))          # edges in band-row order
+    i, o, j = (np.concatenate(a)[back] for a in (out_i, out_o, out_j))
     return pa.Table.from_arrays([
         pa.array(fp[i], pa.int64()), pa.array(rnd[i], pa.int32()),
         pa.array(fp[o], pa.int64()), T.column("url").take(pa.array(o, type=pa.int64())).cast(pa.string()),
