@@ -56,6 +56,30 @@ def _state(crawl_dir):
     return n, visited, frontier
 
 
+def ensure_base(work: Path, export: Path, round_pages: int, fetch_threads: int, log: Path) -> Path:
+    """`work/base`: a crawl of `export` (nginx must serve it) run until its next round would
+    fetch a full `round_pages` (made once, then reused)."""
+    py = sys.executable
+    base = work / "base"
+    flags = ["--resolve_file", export / "hostmap.txt", "--allow_loopback", "true",
+             "--allow_domains", "simweb.test", "--deny_extensions", "", "--sitemaps", "false",
+             "--delay_per_host", "0", "--expand_duplicates", "true", "--max_pages", round_pages,
+             "--max_per_host", round_pages, "--store", "none", "--fetch_threads", fetch_threads,
+             "--progress_seconds", "0"]
+    if not (base / "crawl.json").exists():
+        shutil.rmtree(base, ignore_errors=True)
+        seeds = (export / "seeds.txt").read_text().split()
+        _run([py, "-m", "pipelines.inject", "--crawl_dir", base, *flags]
+             + [x for s in seeds for x in ("--seed", s)], log)
+        while True:   # rounds until the next one fetches a full round_pages
+            crawl = CrawlDir(str(base))
+            rep = crawl.read_report(crawl.last_committed())
+            if rep.get("page_sets", {}).get("pending", rep.get("pending", 0)) >= round_pages:
+                break
+            _run([py, "-m", "pipelines.round", "--crawl_dir", base], log)
+    return base
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", default="bench50k")
@@ -74,24 +98,8 @@ def main(argv=None):
         export_config(a.config, 1, a.port, export)
     py = sys.executable
     log = work / "rounds.log"
-    base = work / "base"
-    flags = ["--resolve_file", export / "hostmap.txt", "--allow_loopback", "true",
-             "--allow_domains", "simweb.test", "--deny_extensions", "", "--sitemaps", "false",
-             "--delay_per_host", "0", "--expand_duplicates", "true", "--max_pages", a.round_pages,
-             "--max_per_host", a.round_pages, "--store", "none", "--fetch_threads", a.fetch_threads,
-             "--progress_seconds", "0"]
     with Nginx(export, a.port, work / "nginx") as _:
-        if not (base / "crawl.json").exists():
-            shutil.rmtree(base, ignore_errors=True)
-            seeds = (export / "seeds.txt").read_text().split()
-            _run([py, "-m", "pipelines.inject", "--crawl_dir", base, *flags]
-                 + [x for s in seeds for x in ("--seed", s)], log)
-            while True:   # rounds until the next one fetches a full --round_pages
-                crawl = CrawlDir(str(base))
-                rep = crawl.read_report(crawl.last_committed())
-                if rep.get("page_sets", {}).get("pending", rep.get("pending", 0)) >= a.round_pages:
-                    break
-                _run([py, "-m", "pipelines.round", "--crawl_dir", base], log)
+        base = ensure_base(work, export, a.round_pages, a.fetch_threads, log)
         runs = {"A": [], "B": []}
         states = {}
         extra = {"A": a.a_args.split(), "B": a.b_args.split()}

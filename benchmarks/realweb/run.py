@@ -10,8 +10,9 @@ Scrapy runs from its own venv (``--scrapy_python``; make it with
 benchmarks/requirements-bench.txt``). Each crawler gets a fresh nginx (its own access log).
 Per crawler: wall seconds, distinct pages fetched, pages/s, CPU seconds per page (user+sys of
 the crawler and every descendant it waited for), peak RSS (sum over the process tree,
-sampled every 0.2 s), coverage of the ground truth (URLs reachable from the seeds under
-robots.txt), robots violations, duplicate fetches, most requests to one host in flight at
+sampled every 0.2 s), peak PSS (the same sum of proportional set sizes: a page that forked
+processes share counted once, not once per process), coverage of the ground truth (URLs
+reachable from the seeds under robots.txt), robots violations, duplicate fetches, most requests to one host in flight at
 once; then the ratios beamcrawl / Scrapy. No figure is asserted: timings on a shared machine
 are noisy, compare the ratios of one run.
 """
@@ -36,24 +37,38 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 
 
-def _tree_rss(root, cpu_seen=None) -> int:
-    """RSS summed over `root` and its descendants; with `cpu_seen` (pid -> CPU seconds),
-    each one's user+sys CPU so far is recorded there too."""
+def _pss(pid) -> int:
+    """Proportional set size (bytes) of `pid`: each shared page divided among the processes
+    that map it, so a forked worker's inherited pages are not counted twice (0 if unreadable)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _tree_rss(root, cpu_seen=None) -> tuple[int, int]:
+    """(RSS, PSS) summed over `root` and its descendants; with `cpu_seen` (pid -> CPU
+    seconds), each one's user+sys CPU so far is recorded there too."""
     import psutil
     try:
         procs = [root] + root.children(recursive=True)
     except psutil.Error:
-        return 0
-    total = 0
+        return 0, 0
+    total = pss = 0
     for p in procs:
         try:
             total += p.memory_info().rss
+            pss += _pss(p.pid)
             if cpu_seen is not None:
                 t = p.cpu_times()
                 cpu_seen[(p.pid, p.create_time())] = t.user + t.system
         except psutil.Error:
             pass
-    return total
+    return total, pss
 
 
 def measure(cmds, cwd, env, log_path, ok_codes=(0,)) -> dict:
@@ -67,7 +82,7 @@ def measure(cmds, cwd, env, log_path, ok_codes=(0,)) -> dict:
     import psutil
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_seen = {}
-    peak = 0
+    peak = peak_pss = 0
     t0 = time.time()
     with open(log_path, "wb") as log:
         for cmd in cmds:
@@ -79,11 +94,13 @@ def measure(cmds, cwd, env, log_path, ok_codes=(0,)) -> dict:
                 pid, status, ru = os.wait4(p.pid, os.WNOHANG)
                 if pid:
                     break
-                peak = max(peak, _tree_rss(root, cpu_seen))
+                rss, pss = _tree_rss(root, cpu_seen)
+                peak, peak_pss = max(peak, rss), max(peak_pss, pss)
                 time.sleep(0.2)
             p.returncode = os.waitstatus_to_exitcode(status)
             # a process faster than one sample: its own peak (ru_maxrss, KiB) is a lower bound
             peak = max(peak, ru.ru_maxrss * 1024)
+            peak_pss = peak_pss or peak     # never sampled: its RSS, an upper bound
             if p.returncode not in ok_codes:
                 raise SystemExit(f"error: {cmd[:4]} exited {p.returncode}; see {log_path}")
     wall = time.time() - t0
@@ -91,7 +108,7 @@ def measure(cmds, cwd, env, log_path, ok_codes=(0,)) -> dict:
     waited = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     sampled = sum(cpu_seen.values())
     return {"wall": wall, "cpu": max(waited, sampled), "cpu_waited": waited, "cpu_sampled": sampled,
-            "peak_rss_mb": peak / 2**20}
+            "peak_rss_mb": peak / 2**20, "peak_pss_mb": peak_pss / 2**20}
 
 
 def beamcrawl_cmds(a, export: Path, work: Path):
@@ -166,19 +183,20 @@ def verify_export(a, export: Path) -> int:
 
 
 def fmt_table(rows: dict) -> str:
-    cols = ["crawler", "wall s", "pages", "pages/s", "CPU ms/page", "peak RSS MB", "coverage",
+    cols = ["crawler", "wall s", "pages", "pages/s", "CPU ms/page", "peak RSS MB", "peak PSS MB", "coverage",
             "robots violations", "duplicate fetches", "max conns/host"]
     out = ["| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
     for name, r in rows.items():
         out.append(f"| {name} | {r['wall']:.1f} | {r['pages']} | {r['pages_per_s']:.1f} | "
-                   f"{r['cpu_ms_per_page']:.2f} | {r['peak_rss_mb']:.0f} | {100 * r['coverage']:.2f} % | "
+                   f"{r['cpu_ms_per_page']:.2f} | {r['peak_rss_mb']:.0f} | {r.get('peak_pss_mb', 0):.0f} | {100 * r['coverage']:.2f} % | "
                    f"{r['robots_violations']} | {r['duplicate_fetches']} | {r['max_conns_per_host']} |")
     if "beamcrawl" in rows and "scrapy" in rows:
         b, s = rows["beamcrawl"], rows["scrapy"]
         out.append("")
         out.append(f"beamcrawl / Scrapy: pages/s {b['pages_per_s'] / s['pages_per_s']:.2f}x, "
                    f"CPU per page {b['cpu_ms_per_page'] / s['cpu_ms_per_page']:.2f}x, "
-                   f"peak RSS {b['peak_rss_mb'] / s['peak_rss_mb']:.2f}x")
+                   f"peak RSS {b['peak_rss_mb'] / s['peak_rss_mb']:.2f}x, "
+                   f"peak PSS {b.get('peak_pss_mb', 0) / max(1e-9, s.get('peak_pss_mb', 0)):.2f}x")
     return "\n".join(out)
 
 

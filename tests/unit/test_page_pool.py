@@ -23,7 +23,11 @@ def test_a_pool_computes_the_same_fates_as_inline():
     pool = FatePool(CONFIG, processes=2, batch=4, inflight=2)
     got = []
     try:
-        for p in pages:
+        for p in pages[:4]:   # the first batch starts the workers and is parsed here meanwhile
+            for fates, seconds in pool.submit(p):
+                got.extend(fates)
+        pool.wait_started()
+        for p in pages[4:]:
             for fates, seconds in pool.submit(p):
                 got.extend(fates)
                 assert seconds >= 0
@@ -32,7 +36,8 @@ def test_a_pool_computes_the_same_fates_as_inline():
     finally:
         pool.close()
     assert len(got) == len(pages)
-    key = lambda f: repr(sorted(f.result.items()))   # noqa: E731
+    assert pool.sent > 0 and pool.broken is None
+    key = lambda f: repr(sorted(f.result.items()))
     assert sorted(map(repr, got), key=str) == sorted((repr(page_fate(p, CONFIG)) for p in pages), key=str)
     assert sorted(map(key, got)) == sorted(key(page_fate(p, CONFIG)) for p in pages)
 
@@ -77,14 +82,18 @@ def test_a_dead_worker_loses_no_page(caplog):
     pool = FatePool(CONFIG, processes=1, batch=4, inflight=2)
     got = []
     try:
-        got_first = pool.submit(pages[0])
-        assert got_first == []
+        assert pool.submit(pages[0]) == []
         for p in pages[1:4]:
             for fates, _ in pool.submit(p):
                 got.extend(fates)
+        pool.wait_started()
+        for p in pages[4:8]:      # a batch in the worker when it dies
+            for fates, _ in pool.submit(p):
+                got.extend(fates)
+        assert pool.sent == 1
         for pid in list(pool._executor._processes):
             os.kill(pid, signal.SIGKILL)
-        for p in pages[4:]:
+        for p in pages[8:]:
             for fates, _ in pool.submit(p):
                 got.extend(fates)
         for fates, _ in pool.drain():
@@ -92,19 +101,54 @@ def test_a_dead_worker_loses_no_page(caplog):
     finally:
         pool.close()
     assert pool.broken is not None
-    key = lambda f: repr(sorted(f.result.items()))   # noqa: E731
+    key = lambda f: repr(sorted(f.result.items()))
     assert sorted(map(key, got)) == sorted(key(page_fate(p, CONFIG)) for p in pages)
 
 
 def test_a_process_that_may_not_start_workers_parses_inline(monkeypatch):
     """E.g. a daemonic worker process of a cluster engine: no pool, same fates, one warning."""
-    def refuse(self):
+    import transforms.page.pool as pool_mod
+
+    def refuse(*args, **kwargs):
         raise AssertionError("daemonic processes are not allowed to have children")
-    monkeypatch.setattr(FatePool, "_start", refuse)
+    monkeypatch.setattr(pool_mod.cf, "ProcessPoolExecutor", refuse)
     pages = _pages()[:10]
     pool = FatePool(CONFIG, processes=2, batch=4)
+    pool.wait_started()
     got = [f for p in pages for fates, _ in pool.submit(p) for f in fates]
     got += [f for fates, _ in pool.drain() for f in fates]
     pool.close()
     assert "daemonic" in pool.broken
     assert sorted(map(repr, got)) == sorted(repr(page_fate(p, CONFIG)) for p in pages)
+
+
+_NO_GUARD_SCRIPT = '''
+import concurrent.futures as cf, multiprocessing, sys
+sys.path.insert(0, {repo!r})
+import apache_beam                          # the main module of a round imports Beam
+from transforms.page.pool import PRELOAD, main_module_hidden
+print("MAIN RAN", flush=True)               # no __main__ guard: a worker importing it would print too
+ctx = multiprocessing.get_context("forkserver")
+ctx.set_forkserver_preload(PRELOAD)
+with main_module_hidden():
+    ex = cf.ProcessPoolExecutor(1, mp_context=ctx)
+    fut = ex.submit(eval, "sorted(m for m in ('apache_beam', 'pipelines') if m in __import__('sys').modules)"
+                          " + [getattr(__import__('sys').modules.get('__mp_main__'), '__file__', None)]")
+print("WORKER HAS", fut.result(), flush=True)
+ex.shutdown()
+print("MAIN FILE KEPT", __file__ == {path!r}, flush=True)
+'''
+
+
+def test_workers_do_not_import_the_main_module(tmp_path):
+    """The fork server and workers run without the main module: no Beam in them, and a
+    script without a `__main__` guard is not run again."""
+    import subprocess
+    import sys
+    script = tmp_path / "noguard.py"
+    script.write_text(_NO_GUARD_SCRIPT.format(repo=str(Path(__file__).parents[2]), path=str(script)))
+    out = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.count("MAIN RAN") == 1, out.stdout
+    assert "WORKER HAS [None]" in out.stdout, out.stdout     # no Beam, no pipeline, not the script
+    assert "MAIN FILE KEPT True" in out.stdout, out.stdout

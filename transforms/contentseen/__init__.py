@@ -3,6 +3,8 @@
 - `fingerprints`: body/text fingerprints, MinHash signatures, LSH band keys (pure).
 - `duplicates`: exact duplicates, candidate pairs, mirrors over Arrow tables (pure).
 - `clusters`: near-duplicate clusters from capped band groups, one row per page (pure).
+- `nearpass`: the round's band groups compared in one vectorised pass over page tables,
+  a signature once per page (pure; what `NearClusters` runs).
 - `oldside`: probing the visited view's narrow columns for this round's keys (pure).
 - `step`: `ApplyContentSeen` and its parts, the Beam step of the round.
 
@@ -45,11 +47,14 @@ NearClusters(threshold=0.9, num_perm=128, buckets=16, cap=NEAR_CAP (64), params=
          blocks left out), never of the whole page.
   steps  band keys (b bands of r rows: ``LSH_PARAMS`` = (16, 8) by default, the same bands
          as ``MinHashLSH(threshold, num_perm, params=(16, 8))``; ``params=None`` for
-         datasketch's own optimum) -> old rows kept only if one of their band keys is a
-         band key of this round (side input) -> GroupByKey on band-key bucket -> per band
-         group, each new page against the group's ``cap`` earliest members earlier than it
-         (0 = all): band slice equal and estimate >= threshold, its best match kept (one
-         edge per page and band) -> all edges (<= bands x pages) -> union-find.
+         datasketch's own optimum) -> old pages kept only if one of their band keys is a
+         band key of this round (side input) -> this round's and those old pages gathered
+         as page tables, a signature once per page (``buckets`` is no longer used) -> in
+         one pass (`nearpass.near_edges`) band rows as int arrays, sorted into band groups;
+         per band group, each new page against the group's ``cap`` earliest members
+         earlier than it (0 = all): band slice equal and estimate >= threshold, its best
+         match kept (one edge per page and band) -> all edges (<= bands x pages) ->
+         union-find.
   output PCollection of one ASSIGNMENTS table: one row per page of this round that joins
          a cluster: fp, cluster_fp, cluster_round (the cluster's earliest member by
          (round, fp); an old page stands for the cluster it joined), of_fp, of_url,
@@ -57,7 +62,9 @@ NearClusters(threshold=0.9, num_perm=128, buckets=16, cap=NEAR_CAP (64), params=
          row; old rows are never rewritten (pages bridging two old clusters join the
          earlier). ApplyContentSeen writes them as NEAR_DUPLICATES rows and sets VISITED
          near_cluster_fp / near_cluster_round.
-  limit  work and memory per band group are O(group x cap), output O(pages); the largest
+  limit  work per band group is O(group x cap); memory is the gathered pages' signatures
+         once (this round's and the old pages sharing a band key) plus a few ints per band
+         row, and comparisons run in fixed blocks of pairs; output O(pages); the largest
          number of members one page was compared with is the distribution
          ``contentseen.near_group_compared``.
 

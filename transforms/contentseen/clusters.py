@@ -11,7 +11,9 @@ pairs), rows with its size.
    the group is never compared all-with-all, so work is O(group x cap) and a
    20 000-page group compares 20 000 x cap, not 2 x 10^8. Of one page's matches in a
    group only the best is kept (earliest cluster head, then highest Jaccard): at most one
-   edge per (page, band), whatever the group's size.
+   edge per (page, band), whatever the group's size. `NearClusters` finds the same edges
+   with `nearpass.near_edges`, from page tables (a signature once per page, not once per
+   band row); `candidate_edges` stays as the band-row reference the tests compare it with.
 2. `resolve_clusters`, once per round over all edges (at most bands x pages of the
    round): union-find over this round's pages, where an old page stands for its
    cluster (VISITED ``near_cluster_fp``/``near_cluster_round``, itself when null). A set's

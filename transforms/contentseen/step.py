@@ -15,14 +15,13 @@ from schemas import tables
 from transforms.contentseen.clusters import (
     ASSIGNMENTS,
     NEAR_CAP,
-    candidate_edges,
     cluster_stats,
     host_stats,
     mark_near,
     near_rows,
     resolve_clusters,
 )
-from transforms.contentseen.duplicates import _band_rows, _col, _split, exact_duplicates
+from transforms.contentseen.duplicates import _col, _split, exact_duplicates
 from transforms.contentseen.fingerprints import (
     LSH_PARAMS,
     MAX_GROUP,
@@ -30,6 +29,7 @@ from transforms.contentseen.fingerprints import (
     THRESHOLD,
     lsh_params,
 )
+from transforms.contentseen.nearpass import near_edges, page_band_keys, page_table
 from transforms.contentseen.oldside import (
     EXACT,
     NEAR,
@@ -103,7 +103,11 @@ class ContentSeen(beam.PTransform):
 
 
 class NearClusters(beam.PTransform):
-    """MinHash LSH banding across all rounds -> one ASSIGNMENTS table (see the contract)."""
+    """MinHash LSH banding across all rounds -> one ASSIGNMENTS table (see the contract).
+
+    The round's signed pages and the old pages sharing one of their band keys are gathered
+    as PAGES tables (`nearpass`: a signature once per page) and compared in one pass;
+    `buckets` is accepted for callers and no longer used (no band rows are shuffled)."""
 
     def __init__(self, threshold: float = THRESHOLD, num_perm: int = NUM_PERM, buckets: int = 16,
                  cap: int = NEAR_CAP, params: tuple[int, int] | None = LSH_PARAMS,
@@ -114,39 +118,29 @@ class NearClusters(beam.PTransform):
         self.bands, self.rows = params or lsh_params(threshold, num_perm)
 
     def expand(self, inputs):
-        bands, rows, P, B = self.bands, self.rows, self.num_perm, self.buckets
-        thr, cap = self.threshold, self.cap
+        bands, rows, P, thr, cap = self.bands, self.rows, self.num_perm, self.threshold, self.cap
         compared = Metrics.distribution("contentseen", "near_group_compared")
 
-        def new_bands(t):
-            out, _ = _band_rows(t, bands, rows, P, True)
-            if out is not None:
-                yield out
-
-        nb = inputs["new"] | "NewBandRows" >> beam.FlatMap(new_bands)
-        keyset = (nb | "NewBandKeys" >> beam.Map(lambda t: _col(t, "key"))
-                  | "BandKeySet" >> beam.CombineGlobally(sorted_union))
-
-        def old_bands(t, ks):
-            if len(ks) == 0:
+        def pages(t, is_new, ks=None):
+            if ks is not None and len(ks) == 0:
                 return
-            out, _ = _band_rows(t, bands, rows, P, False, keep_keys=ks)
+            out = page_table(t, P, (bands, rows), ks)
             if out is not None:
-                yield out
+                yield is_new, out
 
-        def edges(kv):
-            t, widest = candidate_edges(kv[1], bands, rows, P, thr, cap)
+        def clusters(parts):
+            edges, widest = near_edges([t for n, t in parts if n], [t for n, t in parts if not n],
+                                       bands, rows, P, thr, cap)
             compared.update(widest)
-            if t.num_rows:
-                yield t
+            return resolve_clusters(edges)
 
-        ob = inputs["old"] | "OldBandRows" >> beam.FlatMap(old_bands, beam.pvalue.AsSingleton(keyset))
-        return ((nb, ob) | "AllBandRows" >> beam.Flatten()
-                | "SplitBands" >> beam.FlatMap(lambda t: _split(t, _col(t, "key").astype(np.int64), B))
-                | "GroupBands" >> beam.GroupByKey()
-                | "CandidateEdges" >> beam.FlatMap(edges)
-                | "AllEdges" >> beam.combiners.ToList()
-                | "Clusters" >> beam.Map(lambda ts: resolve_clusters(pa.concat_tables(ts) if ts else None)))
+        new = inputs["new"] | "NewPages" >> beam.FlatMap(pages, True)
+        keyset = (new | "NewBandKeys" >> beam.Map(lambda nt: page_band_keys(nt[1], P, (bands, rows)))
+                  | "BandKeySet" >> beam.CombineGlobally(sorted_union))
+        old = inputs["old"] | "OldPages" >> beam.FlatMap(pages, False, beam.pvalue.AsSingleton(keyset))
+        return ((new, old) | "AllPages" >> beam.Flatten()
+                | "GatherPages" >> beam.combiners.ToList()
+                | "Clusters" >> beam.Map(clusters))
 
 
 class SuspectMirrors(beam.PTransform):

@@ -8,17 +8,22 @@ clean fork server (never forked from a process with live threads), so the page s
 beside the fetch. Pages go in and fates come back pickled; the fates are identical to
 computing them inline (`page_fate` is a pure function of page and config).
 
-If a worker dies (a script without a `__main__` guard, whose workers re-run it when they
-import it; a crash in a parser), the pages of its batch and every later batch are parsed in
-the fetching process instead, with one warning: nothing is lost.
+Neither the fork server nor the workers import the crawl's main module (multiprocessing
+would, to find functions defined there; the workers run only `transforms.page`): they stay
+small (no Beam, no pipeline) and a script without a `__main__` guard is not run again in
+them. If a worker dies (a crash in a parser, the OOM killer), the pages of its batch and every
+later batch are parsed in the fetching process instead, with one warning: nothing is lost.
 
 Small rounds stay inline: a pool is only started once a bundle has `min_pages` pages, so a
 round of a few hundred pages pays no process start-up.
 """
 import concurrent.futures as cf
+import contextlib
 import logging
 import multiprocessing
 import os
+import sys
+import threading
 import time
 
 from transforms.page.fate import page_fate
@@ -41,6 +46,22 @@ def page_fates(pages, config):
     return fates, time.perf_counter() - started
 
 
+@contextlib.contextmanager
+def main_module_hidden():
+    """While processes start: multiprocessing sees no main module to import in them (it
+    reads `__main__.__spec__` and `__main__.__file__`; both are restored after)."""
+    main = sys.modules.get("__main__")
+    saved = {k: main.__dict__[k] for k in ("__spec__", "__file__") if main is not None and k in main.__dict__}
+    try:
+        if main is not None:
+            main.__spec__ = None
+            main.__dict__.pop("__file__", None)
+        yield
+    finally:
+        if main is not None:
+            main.__dict__.update(saved)
+
+
 class FatePool:
     """Batches of pages -> their fates, computed by `processes` worker processes.
 
@@ -54,20 +75,36 @@ class FatePool:
         self.config, self.processes, self.batch = config, processes, batch
         self.inflight = inflight or 4 * processes
         self._queue, self._pending, self._batches, self._executor = [], set(), {}, None
+        self._starter = None  # the thread starting the workers (their start blocks ~0.25 s)
         self.broken = None   # why the pool stopped, once a worker died: batches then run here
+        self.sent = 0        # batches handed to the workers
 
     def _start(self):
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(PRELOAD)
-        self._executor = cf.ProcessPoolExecutor(self.processes, mp_context=ctx)
+        """In a background thread: start the fork server and the workers (a first, empty
+        batch makes the executor spawn them), then publish the executor. The fetching
+        process parses inline meanwhile, so its fetch threads never wait on the start."""
+        try:
+            ctx = multiprocessing.get_context("forkserver")
+            ctx.set_forkserver_preload(PRELOAD)
+            with main_module_hidden():
+                executor = cf.ProcessPoolExecutor(self.processes, mp_context=ctx)
+                executor.submit(page_fates, [], self.config)
+            self._executor = executor
+        except Exception as e:   # noqa: BLE001 - no pool here (a daemonic worker process may
+            self._break(e)       # not start children, e.g. a Dask worker): parse inline
+
+    def _workers(self):
+        """The executor once the workers are up, else None (and their start begun)."""
+        if self._executor is None and self._starter is None:
+            self._starter = threading.Thread(target=self._start, name="page-pool-start", daemon=True)
+            self._starter.start()
+        return self._executor
 
     def _break(self, error):
         if self.broken is None:
             self.broken = f"{type(error).__name__}: {error}"
             log.warning("page worker processes stopped (%s); parsing in the fetching process from "
-                        "now on. A script that starts a crawl needs an `if __name__ == \"__main__\":` "
-                        "guard (worker processes import the main module), or --page_processes 0.",
-                        self.broken)
+                        "now on (--page_processes 0 does so from the start).", self.broken)
 
     def _result(self, fut):
         """A batch's (fates, seconds); a batch whose worker died is computed here instead."""
@@ -87,17 +124,17 @@ class FatePool:
     def _send(self):
         batch, self._queue = self._queue, []
         done_here = []
-        if self.broken is None and len(self._pending) < self.inflight:
+        executor = self._workers() if self.broken is None else None
+        if executor is not None and len(self._pending) < self.inflight:
             try:
-                if self._executor is None:
-                    self._start()
-                fut = self._executor.submit(page_fates, batch, self.config)
+                fut = executor.submit(page_fates, batch, self.config)
                 self._batches[fut] = batch
                 self._pending.add(fut)
+                self.sent += 1
                 batch = None
-            except Exception as e:   # noqa: BLE001 - no pool here (a daemonic worker process
-                self._break(e)       # may not start children, e.g. a Dask worker): parse inline
-        if batch is not None:   # the workers are busy (or gone): this process parses it
+            except Exception as e:   # noqa: BLE001 - a pool broken since: parse inline
+                self._break(e)
+        if batch is not None:   # the workers are busy, starting or gone: this process parses it
             done_here.append(page_fates(batch, self.config))
         done, self._pending = cf.wait(self._pending, timeout=0, return_when=cf.FIRST_COMPLETED)
         return done_here + [self._result(f) for f in done]
@@ -110,7 +147,14 @@ class FatePool:
         for f in cf.as_completed(pending):
             yield self._result(f)
 
+    def wait_started(self):
+        """Block until the workers are up or failed to start (tests; a crawl never waits)."""
+        self._workers()
+        self._starter.join()
+
     def close(self):
+        if self._starter is not None:
+            self._starter.join()
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None

@@ -1,0 +1,55 @@
+"""Run `pipelines.round` with a timer around each stage of the in-process runner (benchmark only).
+
+    python benchmarks/stagetimer.py OUT.jsonl --crawl_dir D [round flags]
+
+Writes one JSON line per executed stage to OUT.jsonl: its start (seconds since this script
+started), its seconds, the process's RSS after it (MB), and the names of the transforms
+fused into it. It wraps a private method of Beam's FnApiRunner (`_execute_bundle`), so it
+is a measuring tool for `benchmarks.profile_round`, never part of a crawl.
+"""
+import json
+import re
+import runpy
+import sys
+import time
+
+T0 = time.perf_counter()
+
+
+def _rss_mb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096 / 2**20
+
+
+def _transforms(stage_name):
+    """The user-facing transform names of a fused stage ('ContentSeen/MarkNear', ...)."""
+    names = re.findall(r"ref_AppliedPTransform_([A-Za-z0-9_-]+?)_\d+\)", stage_name)
+    names += re.findall(r"\(([A-Za-z][A-Za-z0-9_/()-]*?)/(?:Read|Write)", stage_name)
+    return sorted({n.replace("-", "/") for n in names})
+
+
+def main():
+    from apache_beam.runners.portability.fn_api_runner import fn_runner
+    out = open(sys.argv[1], "w")   # noqa: SIM115 - open for the whole round, closed below
+    original = fn_runner.FnApiRunner._execute_bundle
+
+    def timed(self, ctx, bundle_context_manager, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return original(self, ctx, bundle_context_manager, *args, **kwargs)
+        finally:
+            out.write(json.dumps({"start": round(start - T0, 3), "seconds": round(time.perf_counter() - start, 4),
+                                  "rss_mb": round(_rss_mb(), 1),
+                                  "transforms": _transforms(bundle_context_manager.stage.name)}) + "\n")
+            out.flush()
+
+    fn_runner.FnApiRunner._execute_bundle = timed
+    sys.argv = ["pipelines.round"] + sys.argv[2:]
+    try:
+        runpy.run_module("pipelines.round", run_name="__main__")
+    finally:
+        out.close()
+
+
+if __name__ == "__main__":
+    main()
