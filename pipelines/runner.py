@@ -41,9 +41,7 @@ def pipeline_options(argv):
     return options, None
 
 
-M_ARENA_MAX = -8        # glibc mallopt parameters
-M_MMAP_THRESHOLD = -3
-MMAP_THRESHOLD = 1 << 20   # blocks at least this large are mapped, and unmapped when freed
+M_ARENA_MAX = -8   # glibc mallopt parameter
 
 
 def lean_allocators():
@@ -53,17 +51,12 @@ def lean_allocators():
     claimed one and left it fragmented). Measured on a 4 000-page round: peak RSS 876 MB,
     with the system pool 777 MB, with 2 arenas 822 MB. Process-wide; idempotent.
 
-    Blocks of 1 MB and more (encoded outputs, Arrow buffers, batches of pages) are mapped
-    on their own and given back when freed: glibc otherwise raises that threshold to the
-    largest block freed so far (up to 32 MB), after which such blocks come from the heap
-    and what they free between longer-lived small objects stays resident. One 5 000-page
-    bench50k round: RSS after the fetch stage ~365 -> ~315 MB, at the end ~385 -> ~325 MB,
-    peak ~565 -> ~510 MB (256 KB: the same memory, ~0.5 s more CPU)."""
+    (Not done: fixing glibc's mmap threshold at 1 MB, so that large blocks are unmapped
+    when freed. One 5 000-page bench50k round: peak RSS -12 MB, RSS after the fetch stage
+    -50 MB, for +0.5 s CPU (+6 %), A/B x3.)"""
     pa.set_memory_pool(pa.system_memory_pool())
     try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(M_ARENA_MAX, 2)
-        libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+        ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, 2)
     except (OSError, AttributeError):   # not glibc: nothing to tune
         pass
 

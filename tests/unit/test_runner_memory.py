@@ -81,29 +81,3 @@ def test_arrow_cpp_pool_is_the_system_allocator():
                          env=env, capture_output=True, text=True, check=True, cwd=REPO)
     assert got.stdout.strip() == "system"
 
-
-def test_large_blocks_stay_mapped_after_a_larger_one_was_freed():
-    """glibc raises its mmap threshold to the largest block freed; lean_allocators fixes it
-    so a 2 MB block is still mapped (returned to the system when freed)."""
-    import ctypes
-    import pytest
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallinfo2
-    except (OSError, AttributeError):
-        pytest.skip("not glibc")
-
-    class MallInfo2(ctypes.Structure):
-        _fields_ = [(n, ctypes.c_size_t) for n in
-                    "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
-
-    libc.mallinfo2.restype = MallInfo2
-    libc.malloc.restype = ctypes.c_void_p
-    libc.free.argtypes = [ctypes.c_void_p]
-    runner.lean_allocators()
-    libc.free(libc.malloc(16 << 20))   # a freed 16 MB block lifts a dynamic threshold to 16 MB
-    before = libc.mallinfo2().hblkhd
-    block = libc.malloc(2 << 20)
-    mapped = libc.mallinfo2().hblkhd - before
-    libc.free(block)
-    assert mapped >= 2 << 20
