@@ -27,6 +27,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import tables
 from transforms.fetch import render
+from transforms.fetch.gcpause import full_collections_deferred
 from transforms.fetch.hostjob import FetcherFactory, fetch_one_host
 from transforms.fetch.progress import ERROR_OUTCOMES, FetchProgress, ProgressReporter
 from transforms.tableio.step import RowsToTables
@@ -143,6 +144,11 @@ class FetchHosts(beam.DoFn):
         return len(job[1]) * (gap + 0.001) / slots
 
     def finish_bundle(self):
+        # no full garbage collection while the hosts' request chains run (gcpause)
+        with full_collections_deferred():
+            yield from self._fetch_bundle()
+
+    def _fetch_bundle(self):
         # Longest host first: a round lasts as long as its longest host, which fetches one
         # request at a time; started last, it would run alone at the end of the round.
         self._jobs.sort(key=self._expected_seconds, reverse=True)
