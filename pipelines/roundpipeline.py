@@ -198,7 +198,7 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
         spill_dir = crawl.round_dir(round_no) + f"/{spill.DIRNAME}/links"
         paged = ({"pages": fetched["pages"], "bundles": fetched["sitemaps"], "results": fetched["results"]}
                  | "ProcessPages" >> ProcessPages(cfg.page, cfg.page_processes, lambda: SpillToFiles(
-                     spill_dir, sizes["spill_bytes"])))
+                     spill_dir, sizes["spill_bytes"]), inflight_pages=sizes["ready_pages"]))
         links = paged["links"] | "ReadSpilledLinks" >> ReadSpilled()
         # Content-seen: exact and near duplicates against every committed round
         content = ({"visited": paged["visited"], "links": links, "pages": paged["pages"],

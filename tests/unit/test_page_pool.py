@@ -152,3 +152,17 @@ def test_workers_do_not_import_the_main_module(tmp_path):
     assert out.stdout.count("MAIN RAN") == 1, out.stdout
     assert "WORKER HAS [None]" in out.stdout, out.stdout     # no Beam, no pipeline, not the script
     assert "MAIN FILE KEPT True" in out.stdout, out.stdout
+
+
+def test_the_memory_budget_sets_how_many_batches_the_workers_may_hold():
+    assert FatePool(CONFIG, processes=1, batch=16, inflight_pages=256).inflight == 16
+    assert FatePool(CONFIG, processes=2, batch=16, inflight_pages=16).inflight == 8   # at least 4 each
+    dofn = PageFates(CONFIG, processes=1, min_pages=2, inflight_pages=512)
+    dofn.setup()
+    dofn.start_bundle()
+    try:
+        for p in _pages()[:dofn.min_pages + 1]:
+            list(dofn.process(p))
+        assert dofn._pool.inflight == 32
+    finally:
+        dofn.teardown()

@@ -66,14 +66,17 @@ class FatePool:
     """Batches of pages -> their fates, computed by `processes` worker processes.
 
     `submit` queues pages and returns the batches already done; `drain` waits for the rest.
-    At most `inflight` batches are outstanding: beyond that the calling process parses the
+    At most `inflight` batches are outstanding (at least 4 per worker; `inflight_pages`, the
+    memory budget's share, may allow more): beyond that the calling process parses the
     batch itself, so all cores parse when parsing is the bottleneck, and a fast fetch never
-    piles its bodies up in memory ahead of the parse.
+    piles its bodies up in memory ahead of the parse. Each batch the fetching process parses
+    holds its interpreter lock from every fetch thread, so the more the workers take, the
+    less the hosts' request chains wait.
     """
 
-    def __init__(self, config, processes, batch=16, inflight=None):
+    def __init__(self, config, processes, batch=16, inflight=None, inflight_pages=0):
         self.config, self.processes, self.batch = config, processes, batch
-        self.inflight = inflight or 4 * processes
+        self.inflight = inflight or max(4 * processes, int(inflight_pages) // batch)
         self._queue, self._pending, self._batches, self._executor = [], set(), {}, None
         self._starter = None  # the thread starting the workers (their start blocks ~0.25 s)
         self.broken = None   # why the pool stopped, once a worker died: batches then run here

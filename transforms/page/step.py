@@ -129,8 +129,9 @@ class PageFates(beam.DoFn):
     on other cores than the fetch threads; the outputs are the same either way.
     """
 
-    def __init__(self, config, processes=0, min_pages=256):
+    def __init__(self, config, processes=0, min_pages=256, inflight_pages=64):
         self.config, self.processes, self.min_pages = config, int(processes), min_pages
+        self.inflight_pages = int(inflight_pages)   # pages handed to the workers, not yet back
 
     def setup(self):
         self._pool = None
@@ -151,7 +152,7 @@ class PageFates(beam.DoFn):
         self._seen += 1
         if self.processes > 0 and self._seen > self.min_pages:
             if self._pool is None:
-                self._pool = FatePool(self.config, self.processes)
+                self._pool = FatePool(self.config, self.processes, inflight_pages=self.inflight_pages)
             for fates, seconds in self._pool.submit(page):
                 self._seconds += seconds
                 for fate in fates:
@@ -177,15 +178,16 @@ class ProcessPages(beam.PTransform):
     RESULTS and PAGES tables, kept links bundles, filtered bundles, counter dicts.
     """
 
-    def __init__(self, config, processes=0, links_to_files=None):
+    def __init__(self, config, processes=0, links_to_files=None, inflight_pages=64):
         super().__init__()
-        self.config, self.processes = config, processes
+        self.config, self.processes, self.inflight_pages = config, processes, inflight_pages
         # links_to_files(): a PTransform bundles -> spill file paths (--memory_mb); `links`
         # are then those paths, spilled before the flatten (which the in-process runner holds)
         self.links_to_files = links_to_files
 
     def expand(self, inputs):
-        processed = (inputs["pages"] | "Process" >> beam.ParDo(PageFates(self.config, self.processes))
+        processed = (inputs["pages"] | "Process" >> beam.ParDo(
+                         PageFates(self.config, self.processes, inflight_pages=self.inflight_pages))
                      .with_outputs("results", "pages", "links", "filtered", "stats", "archive",
                                  "deepweb", main="visited"))
         bundles = inputs["bundles"] | "FilterBundles" >> beam.ParDo(
