@@ -246,8 +246,11 @@ def _wait_for_partial_writes(crawl_dir, round_no, proc, timeout=120):
     rd = crawl_dir / "rounds" / f"{round_no:06d}"
     end = time.time() + timeout
     while time.time() < end and proc.poll() is None:
-        if any(p.name.endswith(".parquet") or "beam-temp" in str(p) for p in rd.rglob("*")):
-            return True
+        try:
+            if any(p.name.endswith(".parquet") or "beam-temp" in str(p) for p in rd.rglob("*")):
+                return True
+        except FileNotFoundError:   # the round clears its folder of an earlier attempt meanwhile
+            pass
         time.sleep(0.002)
     return False
 
