@@ -80,22 +80,33 @@ def ensure_base(work: Path, export: Path, round_pages: int, fetch_threads: int, 
     return base
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_web_arguments(ap):
+    """The exported web and its base crawl (shared with benchmarks.profile_round)."""
     ap.add_argument("--config", default="bench50k")
     ap.add_argument("--port", type=int, default=18095)
     ap.add_argument("--work", default="/tmp/bench_cores")
     ap.add_argument("--round_pages", type=int, default=5000)
-    ap.add_argument("--a_args", default="")
-    ap.add_argument("--b_args", default="--page_processes 0")
-    ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--fetch_threads", type=int, default=32)
-    a = ap.parse_args(argv)
+
+
+def web_export(a) -> tuple[Path, Path]:
+    """(work dir, the web's static export in it), exported on first use."""
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     export = work / f"export-{a.config}-{a.port}"
     if not (export / "seeds.txt").exists():
         export_config(a.config, 1, a.port, export)
+    return work, export
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_web_arguments(ap)
+    ap.add_argument("--a_args", default="")
+    ap.add_argument("--b_args", default="--page_processes 0")
+    ap.add_argument("--pairs", type=int, default=3)
+    a = ap.parse_args(argv)
+    work, export = web_export(a)
     py = sys.executable
     log = work / "rounds.log"
     with Nginx(export, a.port, work / "nginx") as _:

@@ -29,9 +29,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.bench_cores import ensure_base
+from benchmarks.bench_cores import add_web_arguments, ensure_base, web_export
 from benchmarks.realweb.nginx import Nginx
-from tests.simweb.static import export_config
 
 REPO = Path(__file__).resolve().parents[1]
 RATE = 100   # py-spy samples per second
@@ -101,21 +100,13 @@ def _gil(path: Path):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", default="bench50k")
-    ap.add_argument("--port", type=int, default=18095)
-    ap.add_argument("--work", default="/tmp/bench_cores")
-    ap.add_argument("--round_pages", type=int, default=5000)
-    ap.add_argument("--fetch_threads", type=int, default=32)
+    add_web_arguments(ap)
     ap.add_argument("--round_args", default="", help="further flags for the profiled round")
     a = ap.parse_args(argv)
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     if not Path(spy).exists():
         raise SystemExit("error: py-spy not found; install it with `pip install py-spy` (profiling only)")
-    work = Path(a.work)
-    work.mkdir(parents=True, exist_ok=True)
-    export = work / f"export-{a.config}-{a.port}"
-    if not (export / "seeds.txt").exists():
-        export_config(a.config, 1, a.port, export)
+    work, export = web_export(a)
     log = work / "rounds.log"
     py = sys.executable
     # one user of this --work (and its nginx port) at a time
