@@ -105,19 +105,20 @@ def archived_capture(page, bundles):
             "outlinks": outlinks}
 
 
-def filter_bundle(bundle, url_filter):
-    """Split a candidates bundle by the URL filter: (kept bundle or None, filtered bundle or None).
-
-    Sitemap documents are judged by scope only: their .xml/.gz extension is not a reason.
-    """
-    urls, anchors = bundle["dst"], bundle.get("anchor") or [""] * len(bundle["dst"])
-    lastmod = bundle.get("lastmod")
+def filter_reasons(bundle, url_filter):
+    """Each candidate's reason to be filtered out (None: kept). Sitemap documents are judged
+    by scope only: their .xml/.gz extension is not a reason."""
+    urls = bundle["dst"]
     reasons = url_filter.reasons(urls, [bundle["depth"]] * len(urls))
     if bundle.get("source") == tables.SOURCE_SITEMAP_FILE:
         reasons = [None if r == "extension" else r for r in reasons]
-    if not any(reasons) and type(urls) is list and type(bundle.get("anchor")) is list \
-            and len(bundle["anchor"]) == len(urls) and urls:
-        return bundle, None   # all kept (the common case): the bundle as it is, no copies
+    return reasons
+
+
+def split_by_reasons(bundle, reasons):
+    """(kept bundle or None, filtered bundle or None) of a bundle and its `filter_reasons`."""
+    urls, anchors = bundle["dst"], bundle.get("anchor") or [""] * len(bundle["dst"])
+    lastmod = bundle.get("lastmod")
     keep = [i for i, r in enumerate(reasons) if r is None]
     kept = filtered = None
     if keep:
@@ -132,6 +133,15 @@ def filter_bundle(bundle, url_filter):
                     "reason": [reasons[i] for i in drop], "depth": bundle["depth"],
                     "source": bundle.get("source")}
     return kept, filtered
+
+
+def filter_bundle(bundle, url_filter):
+    """Split a candidates bundle by the URL filter: (kept bundle or None, filtered bundle or None)."""
+    urls, reasons = bundle["dst"], filter_reasons(bundle, url_filter)
+    if not any(reasons) and type(urls) is list and type(bundle.get("anchor")) is list \
+            and len(bundle["anchor"]) == len(urls) and urls:
+        return bundle, None   # all kept (the common case): the bundle as it is, no copies
+    return split_by_reasons(bundle, reasons)
 
 
 def link_bundle(page, urls, anchors, source):
