@@ -24,28 +24,18 @@ from warcio.archiveiterator import ArchiveIterator
 from pipelines import inject
 from pipelines.crawldir import CrawlDir
 from tests.e2e import crawlstate
-from tests.e2e.test_deep_web import DELAY, WEB  # the same small jobs + library web
+# the same small jobs + library web, started once for this module by the same fixture
+from tests.e2e.test_deep_web import DELAY, _seeds, web  # noqa: F401
 from tests.simweb import requestlog
-from tests.simweb.process import SimWebProcess
 
 JOBS_BUDGET = 12
 
 
-@pytest.fixture(scope="module")
-def web(tmp_path_factory):
-    p = SimWebProcess("small", seed=1, workdir=tmp_path_factory.mktemp("simweb_post"), **WEB)
-    try:
-        yield p
-    finally:
-        p.stop()
-
-
 def _crawl(web, d, rounds, *extra):
-    seeds = [f"http://{h}:{web.port}/" for h in ("jobs.simweb.test", "library.simweb.test")]
     args = crawlstate.crawl_args(web, d, "--deep_web", "forms", "--delay_per_host", str(DELAY),
                                  "--deep_web_words_per_round", "10", *extra)
     start = time.time()
-    assert inject.main(args + [a for s in seeds for a in ("--seed", s)]) == 0
+    assert inject.main(args + [a for s in _seeds(web) for a in ("--seed", s)]) == 0
     reports = crawlstate.run_rounds(d, "--rounds", str(rounds))
     return reports, [r for r in web.requests() if start <= r["start"] <= time.time()]
 
