@@ -61,9 +61,6 @@ def lean_allocators():
         pass
 
 
-_released = []   # the original BundleProcessorCache.release, once patched (process-wide)
-
-
 def release_stage_state():
     """The in-process runner frees what a stage held once its bundle is done (README "Memory
     budget"). Beam 2.77 keeps every stage's bundle processor cached for reuse, and a round
@@ -76,8 +73,6 @@ def release_stage_state():
     teardown); a stage run again builds a new one, as Beam does when its cache is empty.
     Patches this process only (not a distributed runner's workers); idempotent; does
     nothing if Beam's internals no longer look as expected."""
-    if _released:
-        return
     try:
         from apache_beam.runners.worker import bundle_processor, sdk_worker
         cache_cls = sdk_worker.BundleProcessorCache
@@ -86,7 +81,8 @@ def release_stage_state():
         output_op = bundle_processor.DataOutputOperation
     except (ImportError, AttributeError):
         return
-    _released.append(original)
+    if hasattr(original, "__wrapped__"):   # patched already (by an earlier round of this process)
+        return
 
     def release(self, instruction_id):
         descriptor_id, processor = self.active_bundle_processors[instruction_id]
