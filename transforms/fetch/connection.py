@@ -238,6 +238,31 @@ class LocationOnly:
         self.is_redirect = "location" in headers
 
 
+# ----------------------------------------------------------------- preparing a request
+
+def prepare_request(method: str, url: str, base_headers, headers: dict | None = None,
+                    data: bytes | None = None) -> requests.PreparedRequest:
+    """What `Session.prepare_request` builds for the fetcher's sessions, without its merging.
+
+    The fetcher's sessions set no cookies, auth, hooks or params and never fill their cookie
+    jar (the adapter is called directly), so the merging `Session.prepare_request` does per
+    request (ABC checks of empty settings, a cookie jar copy) only costs: it was a quarter of
+    a request's CPU. Headers merge as there: the session's (`base_headers`, in order), then
+    the request's, a None value removing one. A password in the URL still becomes Basic auth."""
+    merged = requests.structures.CaseInsensitiveDict(base_headers)
+    for k, v in (headers or {}).items():
+        merged[k] = v
+    for k in [k for k, v in merged.items() if v is None]:
+        del merged[k]
+    p = requests.PreparedRequest()
+    p.prepare_method(method)
+    p.prepare_url(url, None)
+    p.prepare_headers(merged)
+    p.prepare_body(data, None, None)
+    p.prepare_auth(None, url)
+    return p
+
+
 # ----------------------------------------------------------------- reading a body
 
 def read_body(resp, cap: int, deadline_at: float, wd: Watchdog, keep_raw: list | None = None):

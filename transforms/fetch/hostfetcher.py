@@ -45,6 +45,7 @@ from transforms.fetch.connection import (
     media_type,
     origin_port,
     parse_retry_after,
+    prepare_request,
     read_body,
 )
 from transforms.fetch.deadlines import Deadlines, Watchdog
@@ -179,8 +180,8 @@ class HostFetcher(RobotsFetching):
                 # The adapter directly, not Session.send: even with allow_redirects=False
                 # a Session reads a 3xx body whole (unbounded, decoded) to look for the
                 # next hop. No cookie jar either: the crawler is stateless per request.
-                prep = self._session.prepare_request(requests.Request(
-                    method, url, headers=headers, data=data.encode("utf-8") if data is not None else None))
+                prep = prepare_request(method, url, self._session.headers, headers,
+                                       data.encode("utf-8") if data is not None else None)
                 resp = self._adapter.send(
                     prep, stream=True, verify=self._session.verify, cert=None, proxies={},
                     timeout=(min(cfg.connect_timeout, cfg.deadline), min(cfg.read_timeout, cfg.deadline)))
