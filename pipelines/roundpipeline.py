@@ -192,7 +192,7 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
         # Fetch: one element per host, each host sequentially with its delay
         fetched = {"fetch_list": fetch_list, "hosts": hosts} | "Fetch" >> Fetch(
             cfg.fetch, cfg.fetch_threads, cfg.sitemaps, cfg.scope, cfg.progress_seconds,
-            sizes["ready_pages"])
+            sizes["ready_pages"], cfg.fetch_process)
         # Page: each fetched page's fate (visited row, links, filtered, stored body)
         # (the round's link bundles wait for content-seen in spill files, not in memory)
         spill_dir = crawl.round_dir(round_no) + f"/{spill.DIRNAME}/links"

@@ -361,19 +361,23 @@ def test_parse_retry_after():
 
 # ----------------------------------------------------------------- many hosts, state
 
-def fetch_hosts(jobs, cfg, max_workers):
+def fetch_hosts(jobs, cfg, max_workers, planned=0, used=None, **fn_kw):
     """Run the round's FetchHosts DoFn (outside a runner) over (host, requests, state) jobs;
-    returns (host, results as page dicts, new host row) per host, as the pipeline gets them."""
+    returns (host, results as page dicts, new host row) per host, as the pipeline gets them.
+    `fn_kw` go to FetchHosts; `used`, a dict, gets the fetch process the bundle used (or None)."""
     import apache_beam as beam
-    fn = FetchHosts(cfg, threads=max_workers, sitemaps=False)
+    fn = FetchHosts(cfg, threads=max_workers, sitemaps=False, **fn_kw)
     fn.setup()
     fn.start_bundle()
     out = []
     try:
         for host, reqs, state in jobs:
             rows = pa.Table.from_pylist([{"url": r.url, "fp": r.fp} for r in reqs])
-            out.extend(fn.process((host, {"urls": [rows], "state": [state.to_row()] if state else []})))
+            out.extend(fn.process((host, {"urls": [rows], "state": [state.to_row()] if state else []}),
+                                  planned))
         out.extend(v.value if hasattr(v, "windows") else v for v in fn.finish_bundle())
+        if used is not None:
+            used["process"] = fn._process
     finally:
         fn.teardown()
     pages, hosts = {}, []

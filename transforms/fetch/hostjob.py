@@ -96,14 +96,23 @@ def fetch_one_host(fetcher_factory, host, rows, state_row, progress=None, on_pag
     faults.crash_point("fetch")
     pages = [_page(by_fp[res.fp], res) for res in results if res.fp in by_fp and res.fp not in handed]
     done = {p["fp"] for p in pages} | handed
-    now = time.time()
-    for r in rows:  # a fetcher that forgot a URL must not lose it either
-        if r["fp"] not in done:
-            pages.append(_page(r, fetcher_mod.FetchResult(
-                url=r["url"], fp=r["fp"], fetch_time=now, elapsed_ms=0.0,
-                outcome=fetcher_mod.TRANSIENT, reason="internal_error: no result")))
+    # a fetcher that forgot a URL must not lose it either
+    pages += transient_pages([r for r in rows if r["fp"] not in done], "internal_error: no result")
     new_row = state.to_row()
     return pages, new_row, sitemap_bundle(host, rows, state_row, new_row)
+
+
+def transient_pages(rows, reason):
+    """Pages of rows that got no fetch result: transient (retried next round), `reason` why."""
+    now = time.time()
+    return [_page(r, fetcher_mod.FetchResult(url=r["url"], fp=r["fp"], fetch_time=now, elapsed_ms=0.0,
+                                             outcome=fetcher_mod.TRANSIENT, reason=reason[:500]))
+            for r in rows]
+
+
+def host_row_unchanged(host, state_row):
+    """The host row of a host whose fetch did not happen (as `fetch_one_host` writes it)."""
+    return fetcher_mod.HostState.from_row(state_row, host).to_row()
 
 
 class FetcherFactory:

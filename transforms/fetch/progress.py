@@ -43,12 +43,15 @@ class FetchProgress:
             self.hosts_done += 1
 
     def page(self, result):
-        """One URL's result (a FetchResult or anything with outcome/body/truncated)."""
-        body = getattr(result, "body", None)
+        """One URL's result (a FetchResult, or a page dict as the fetch process hands it)."""
+        if isinstance(result, dict):
+            body, outcome = result.get("body"), result.get("outcome")
+        else:
+            body, outcome = getattr(result, "body", None), getattr(result, "outcome", None)
         with self._lock:
             self.done += 1
             self.bytes += len(body) if body else 0
-            if getattr(result, "outcome", None) in ERROR_OUTCOMES:
+            if outcome in ERROR_OUTCOMES:
                 self.errors += 1
 
     def snapshot(self) -> dict:

@@ -1,7 +1,9 @@
 """Fetch: the Beam side of fetching. One element per host; many hosts at once per worker.
 
 `FetchHosts` receives one (host, its URL rows, its cached host state) element per host and
-hands it to a thread pool that lives as long as the DoFn instance (opened in `setup`).
+hands it to a thread pool that lives as long as the DoFn instance (opened in `setup`), or, in
+rounds of `min_pages` URLs or more with `--fetch_process`, to the same threads in a child
+process (fetchproc.py) that streams the pages back: same outputs, another interpreter lock.
 Each host is fetched sequentially by one `HostFetcher` (hostfetcher.py, through hostjob.fetch_one_host) with its
 politeness delay; concurrency comes only from fetching many hosts at the same time.
 A bundle's hosts are started when the bundle ends, longest host first, and each finished
@@ -27,6 +29,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import tables
 from transforms.fetch import render
+from transforms.fetch.fetchproc import FetchProcess
 from transforms.fetch.gcpause import full_collections_deferred
 from transforms.fetch.hostjob import FetcherFactory, fetch_one_host
 from transforms.fetch.progress import ERROR_OUTCOMES, FetchProgress, ProgressReporter
@@ -52,17 +55,21 @@ class FetchHosts(beam.DoFn):
     `max_ready` pages the fetch threads fill and this DoFn drains; a full queue makes the
     fetch threads wait), so memory holds the pages in flight, not whole hosts' rounds."""
 
-    def __init__(self, config, threads=32, sitemaps=True, progress_seconds=0.0, max_ready=256):
+    def __init__(self, config, threads=32, sitemaps=True, progress_seconds=0.0, max_ready=256,
+                 process=False, min_pages=256):
         self.config = config
         self.threads = max(1, int(threads))
         self.sitemaps = sitemaps
         self.progress_seconds = float(progress_seconds or 0)
         self.max_ready = max(1, int(max_ready))
+        self.process_wanted = bool(process)   # --fetch_process: the threads in a child process
+        self.min_pages = int(min_pages)        # ... for rounds of at least this many URLs
 
     def setup(self):
         self._pool = cf.ThreadPoolExecutor(self.threads, thread_name_prefix="fetch")
         self._renderer = render.open_pool(self.config.render)   # --render: this worker's browser
         self._factory = FetcherFactory(self.config, self._renderer)
+        self._process = None
         m = beam.metrics.Metrics
         self._pages, self._bytes = m.counter("fetch", "pages"), m.counter("fetch", "bytes")
         self._errors, self._hosts = m.counter("fetch", "errors"), m.counter("fetch", "hosts")
@@ -132,6 +139,9 @@ class FetchHosts(beam.DoFn):
         if self._started is None:
             self._started = time.perf_counter()
             self._start_progress(planned)
+            if (self._process is None and self.process_wanted and self._renderer is None
+                    and (planned or 0) >= self.min_pages):
+                self._process = FetchProcess(self.config, self.threads).start()   # starts meanwhile
         states = list(joined.get("state", []))
         self._jobs.append((host, rows, states[0] if states else None))
         return ()
@@ -152,6 +162,35 @@ class FetchHosts(beam.DoFn):
         # Longest host first: a round lasts as long as its longest host, which fetches one
         # request at a time; started last, it would run alone at the end of the round.
         self._jobs.sort(key=self._expected_seconds, reverse=True)
+        if self._jobs and self._process is not None and self._process.ready():
+            yield from self._fetch_in_child()
+        else:
+            yield from self._fetch_here()
+        if self._reporter is not None:
+            self._reporter.stop()
+            self._reporter = None
+        if self._started is not None:  # wall time this bundle spent fetching (for the time split)
+            yield beam.pvalue.TaggedOutput("stats", WindowedValue(
+                {"seconds_fetch": time.perf_counter() - self._started}, MIN_TIMESTAMP, [GlobalWindow()]))
+
+    def _fetch_in_child(self):
+        """The bundle's hosts fetched by the fetch process (fetchproc.py), same outputs."""
+        jobs, self._jobs = self._jobs, []
+        progress = self._progress
+        for message in self._process.fetch(jobs):
+            if message[0] == "page":
+                page = message[2]
+                progress.page(page)
+                self._count([page])
+                yield _global(page)
+            elif message[0] == "host":
+                progress.host_started()
+            else:
+                progress.host_finished()
+                yield from self._emit(_HostDone(message[2]))
+
+    def _fetch_here(self):
+        """The bundle's hosts fetched by this process's fetch threads."""
         for host, rows, state_row in self._jobs:
             self._pool.submit(self._fetch_host, host, rows, state_row)
         hosts_left, self._jobs = len(self._jobs), []
@@ -165,18 +204,15 @@ class FetchHosts(beam.DoFn):
             else:
                 self._count([item])
                 yield _global(item)
-        if self._reporter is not None:
-            self._reporter.stop()
-            self._reporter = None
-        if self._started is not None:  # wall time this bundle spent fetching (for the time split)
-            yield beam.pvalue.TaggedOutput("stats", WindowedValue(
-                {"seconds_fetch": time.perf_counter() - self._started}, MIN_TIMESTAMP, [GlobalWindow()]))
 
     def teardown(self):
         self._abandoned = True
         pool = getattr(self, "_pool", None)
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+        if getattr(self, "_process", None) is not None:
+            self._process.close()
+            self._process = None
         if getattr(self, "_factory", None) is not None:
             self._factory.close()
         renderer = getattr(self, "_renderer", None)
@@ -240,9 +276,10 @@ class Fetch(beam.PTransform):
     """
 
     def __init__(self, fetch_config, threads, use_sitemaps, url_filter, progress_seconds=0.0,
-                 max_ready=256):
+                 max_ready=256, process=False):
         super().__init__()
-        self.fetch_hosts = FetchHosts(fetch_config, threads, use_sitemaps, progress_seconds, max_ready)
+        self.fetch_hosts = FetchHosts(fetch_config, threads, use_sitemaps, progress_seconds, max_ready,
+                                      process)
         self.url_filter = url_filter
 
     def expand(self, inputs):

@@ -18,18 +18,15 @@ Small rounds stay inline: a pool is only started once a bundle has `min_pages` p
 round of a few hundred pages pays no process start-up.
 """
 import concurrent.futures as cf
-import contextlib
 import logging
-import multiprocessing
 import os
-import sys
 import threading
 import time
 
 from transforms.page.fate import page_fate
+from transforms.procs import PRELOAD, helper_context, main_module_hidden  # noqa: F401 (tests)
 
 log = logging.getLogger(__name__)
-PRELOAD = ["transforms.page.fate"]   # imported once by the fork server, inherited by workers
 
 
 def auto_processes(cores=None) -> int:
@@ -44,22 +41,6 @@ def page_fates(pages, config):
     started = time.perf_counter()
     fates = [page_fate(p, config) for p in pages]
     return fates, time.perf_counter() - started
-
-
-@contextlib.contextmanager
-def main_module_hidden():
-    """While processes start: multiprocessing sees no main module to import in them (it
-    reads `__main__.__spec__` and `__main__.__file__`; both are restored after)."""
-    main = sys.modules.get("__main__")
-    saved = {k: main.__dict__[k] for k in ("__spec__", "__file__") if main is not None and k in main.__dict__}
-    try:
-        if main is not None:
-            main.__spec__ = None
-            main.__dict__.pop("__file__", None)
-        yield
-    finally:
-        if main is not None:
-            main.__dict__.update(saved)
 
 
 class FatePool:
@@ -87,10 +68,8 @@ class FatePool:
         batch makes the executor spawn them), then publish the executor. The fetching
         process parses inline meanwhile, so its fetch threads never wait on the start."""
         try:
-            ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(PRELOAD)
             with main_module_hidden():
-                executor = cf.ProcessPoolExecutor(self.processes, mp_context=ctx)
+                executor = cf.ProcessPoolExecutor(self.processes, mp_context=helper_context())
                 executor.submit(page_fates, [], self.config)
             self._executor = executor
         except Exception as e:   # noqa: BLE001 - no pool here (a daemonic worker process may

@@ -1,0 +1,127 @@
+"""The fetch process (transforms/fetch/fetchproc.py): same pages as fetching in the round's
+process, nothing lost when it dies, and the crash point still kills the round's process."""
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from schemas.tables import OK, REDIRECT
+from tests.unit.httpfixtures import LocalServer, loopback_config, page, status
+from tests.unit.test_fetcher import fetch_hosts
+from transforms.fetch.fetchproc import FetchProcess
+from transforms.fetch.records import TRANSIENT, FetchRequest
+
+ROUTES = {"/robots.txt": page(b"User-agent: *\nDisallow: /private", "text/plain"),
+          "/gone": status(404), "/moved": status(301, headers={"Location": "/a"}),
+          "*": page(b"<html><a href='/x'>x</a></html>")}
+TIMES = ("fetch_time", "elapsed_ms")
+PATHS = ["/a", "/b", "/gone", "/moved", "/private/p", "/c"]
+
+
+def _jobs(srv, names):
+    return [(f"{n}:{srv.port}", [FetchRequest(f"http://{n}:{srv.port}{p}", 100 * i + j)
+                                 for j, p in enumerate(PATHS)], None)
+            for i, n in enumerate(names)]
+
+
+def _comparable(out):
+    return sorted((host, [{k: v for k, v in p.items() if k not in TIMES} for p in pages],
+                   {k: v for k, v in row.items() if not any(t in k for t in ("time", "until", "_at"))})
+                  for host, pages, row in out)
+
+
+def test_the_fetch_process_gives_the_same_pages_and_host_rows_as_the_round_process():
+    with LocalServer(ROUTES) as srv:
+        names = [f"h{i}.test" for i in range(3)]
+        cfg = loopback_config({n: srv for n in names}, delay_per_host=0)
+        used = {}
+        in_child = fetch_hosts(iter(_jobs(srv, names)), cfg, 4, planned=18, used=used,
+                               process=True, min_pages=1)
+        here = fetch_hosts(iter(_jobs(srv, names)), cfg, 4, planned=18, process=False)
+    assert used["process"] is not None and used["process"].broken is None   # it did run in the child
+    assert _comparable(in_child) == _comparable(here)
+    outcomes = sorted(p["outcome"] for _, pages, _ in in_child for p in pages)
+    assert outcomes.count(OK) == 9 and outcomes.count(REDIRECT) == 3 and len(outcomes) == 18
+
+
+def test_small_rounds_do_not_start_a_fetch_process():
+    with LocalServer(ROUTES) as srv:
+        cfg = loopback_config({"h0.test": srv}, delay_per_host=0)
+        used = {}
+        fetch_hosts(iter(_jobs(srv, ["h0.test"])), cfg, 2, planned=6, used=used, process=True, min_pages=256)
+    assert used["process"] is None
+
+
+def test_nothing_is_lost_when_the_fetch_process_dies():
+    """Killed mid-bundle: each host still gets its "done", with every URL not received yet as
+    a transient page; later bundles fetch in the round's process."""
+    with LocalServer({"/robots.txt": status(404), "*": page(b"<html>slow</html>")}) as srv:
+        names = ["a.test", "b.test"]
+        cfg = loopback_config({n: srv for n in names}, delay_per_host=0.05)
+        jobs = [(f"{n}:{srv.port}", [{"url": f"http://{n}:{srv.port}/{j}", "fp": 1000 * i + j}
+                                     for j in range(40)], None) for i, n in enumerate(names)]
+        proc = FetchProcess(cfg, 4).start()
+        assert proc.ready()
+        pages, done = [], {}
+        for message in proc.fetch(jobs):
+            if message[0] == "page":
+                pages.append(message[2])
+                if len(pages) == 3:
+                    proc._proc.kill()
+            elif message[0] == "done":
+                done[message[1]] = message[2]
+        assert set(done) == {h for h, _, _ in jobs}
+        leftovers = [p for result in done.values() for p in result[0]]
+        assert sorted(p["fp"] for p in pages + leftovers) == sorted(r["fp"] for _, rows, _ in jobs for r in rows)
+        assert leftovers and all(p["outcome"] == TRANSIENT and "fetch process died" in p["reason"]
+                                 for p in leftovers)
+        assert all(p["outcome"] == OK for p in pages)
+        assert proc.broken and not proc.ready()
+        proc.close()
+
+
+_CRASH_SCRIPT = '''
+import sys
+sys.path.insert(0, {repo!r})
+from tests.unit.httpfixtures import LocalServer, loopback_config, page, status
+from transforms.fetch.fetchproc import FetchProcess
+if __name__ == "__main__":
+    with LocalServer({{"/robots.txt": status(404), "*": page(b"ok")}}) as srv:
+        cfg = loopback_config({{"a.test": srv}}, delay_per_host=0)
+        proc = FetchProcess(cfg, 2).start()
+        assert proc.ready()
+        jobs = [("a.test:%d" % srv.port, [{{"url": "http://a.test:%d/%d" % (srv.port, j), "fp": j}}
+                                           for j in range(5)], None)]
+        for message in proc.fetch(jobs):
+            print(message[0], flush=True)
+        print("NOT KILLED", flush=True)
+'''
+
+
+def test_the_crash_point_kills_the_round_process_not_the_fetch_process(tmp_path):
+    script = tmp_path / "crash.py"
+    script.write_text(_CRASH_SCRIPT.format(repo=str(Path(__file__).parents[2])))
+    started = time.monotonic()
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                         env={"BEAMCRAWL_CRASH_AT": "fetch", "PATH": "/usr/bin:/bin"})
+    assert out.returncode == -9, (out.returncode, out.stdout, out.stderr[-2000:])
+    assert out.stdout.split().count("page") == 5 and out.stdout.split()[-1] == "done", out.stdout
+    assert time.monotonic() - started < 60
+
+
+def test_a_bundle_that_stops_reading_stops_the_fetch_process():
+    """A bundle failing downstream closes the stream mid-way: the child is stopped at once
+    (its leftover messages must not reach the next bundle), which then fetches in-process."""
+    with LocalServer({"/robots.txt": status(404), "*": page(b"<html>x</html>")}) as srv:
+        cfg = loopback_config({"a.test": srv}, delay_per_host=0.05)
+        jobs = [(f"a.test:{srv.port}", [{"url": f"http://a.test:{srv.port}/{j}", "fp": j}
+                                         for j in range(40)], None)]
+        proc = FetchProcess(cfg, 2).start()
+        assert proc.ready()
+        child = proc._proc
+        stream = proc.fetch(jobs)
+        assert next(stream)[0] == "host"
+        started = time.monotonic()
+        stream.close()
+        assert not child.is_alive() and time.monotonic() - started < 3
+        assert not proc.ready()

@@ -1,0 +1,179 @@
+"""A worker's fetch threads in a process of their own (`--fetch_process`; pure: no Beam).
+
+In the round's process the fetch threads share one interpreter lock with the Beam stages
+fused behind the fetch (handing pages to the page workers, emitting outputs, parsing the
+batches the workers cannot take). Every request of a host's chain waits for that lock
+several times, so a big host's one-connection chain ran at the pace of the whole process.
+In a process of their own they share it only with each other, and the round uses both cores.
+
+One pipe, one bundle at a time. The parent sends the bundle's jobs `[(host, rows,
+state_row)]`; the child fetches them on its threads with `hostjob.fetch_one_host` (longest
+first, as given) and sends, in the order they happen: `("host", host)` when a host starts,
+`("page", host, page)` as each fetch ends, `("done", host, result)` behind a host's last page,
+and `("end",)` once every job is done. A full pipe makes the fetch threads wait, so memory
+holds the pages in flight, as in the round's process.
+
+Nothing is lost if the child dies (a crash, the OOM killer): each host without its "done"
+gets its rows not yet received as transient results (retried next round) and its old host
+row (`lost_host`). Later bundles fetch in the parent's process, after one warning.
+
+`BEAMCRAWL_CRASH_AT=fetch` (transforms.faults) kills the round's process, as without a fetch
+process: the child does not crash itself, the parent crashes on the host's "done".
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import os
+import threading
+
+from transforms import faults
+from transforms.fetch.hostjob import FetcherFactory, fetch_one_host, host_row_unchanged, transient_pages
+from transforms.procs import helper_context, main_module_hidden
+
+log = logging.getLogger(__name__)
+
+
+# ------------------------------------------------------------------ the child
+
+def serve(conn, config, threads):
+    """The child's loop: bundles of jobs in, their pages and results out, until None."""
+    if os.environ.get(faults.ENV) == "fetch":
+        os.environ.pop(faults.ENV)          # the parent crashes instead (module docstring)
+    factory = FetcherFactory(config, None)
+    pool = cf.ThreadPoolExecutor(threads, thread_name_prefix="fetch")
+    lock = threading.Lock()
+
+    def send(message):
+        try:
+            with lock:
+                conn.send(message)
+        except (OSError, ValueError):   # the parent is gone: nobody would record what is fetched
+            os._exit(0)
+
+    def one(host, rows, state_row):
+        send(("host", host))
+        try:
+            result = fetch_one_host(factory, host, rows, state_row, None,
+                                    lambda page: send(("page", host, page)))
+        except BaseException as e:   # noqa: BLE001 - fetch_one_host never raises; re-raised by the parent
+            result = RuntimeError(f"fetch process: {type(e).__name__}: {e}")
+        send(("done", host, result))
+
+    try:
+        while True:
+            try:
+                jobs = conn.recv()
+            except (EOFError, OSError):      # the parent is gone
+                os._exit(0)
+            if jobs is None:
+                break
+            for f in [pool.submit(one, *job) for job in jobs]:
+                f.result()
+            send(("end",))
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+        factory.close()
+
+
+# ------------------------------------------------------------------ the parent
+
+def lost_host(host, rows, state_row, received, reason):
+    """`fetch_one_host`'s result for a host the fetch process died on: every row whose page
+    was not `received` comes back transient, the host row unchanged, no sitemaps."""
+    left = [r for r in rows if r["fp"] not in received]
+    return (transient_pages(left, f"internal_error: fetch process died: {reason}"),
+            host_row_unchanged(host, state_row), None)
+
+
+class FetchProcess:
+    """The child process and its pipe, for one DoFn instance (started once, many bundles)."""
+
+    def __init__(self, config, threads):
+        self.config, self.threads = config, threads
+        self._conn = self._proc = None
+        self._starter = None
+        self.broken = None      # why the fetch process stopped: bundles then fetch in-process
+
+    def start(self):
+        """Start the child in a background thread (the DoFn keeps receiving its hosts)."""
+        if self._starter is None:
+            self._starter = threading.Thread(target=self._start, name="fetch-process-start", daemon=True)
+            self._starter.start()
+        return self
+
+    def _start(self):
+        try:
+            with main_module_hidden():
+                ctx = helper_context()
+                parent, child = ctx.Pipe()
+                proc = ctx.Process(target=serve, args=(child, self.config, self.threads),
+                                   name="beamcrawl-fetch", daemon=True)
+                proc.start()
+            child.close()
+            self._conn, self._proc = parent, proc
+        except Exception as e:   # noqa: BLE001 - e.g. a daemonic worker (Dask) may not start children
+            self._break(e)
+
+    def ready(self):
+        """Wait for the start; True if the child runs (else fetch in-process)."""
+        if self._starter is not None:
+            self._starter.join()
+        return self.broken is None and self._proc is not None
+
+    def _break(self, error):
+        if self.broken is None:
+            self.broken = f"{type(error).__name__}: {error}"
+            log.warning("the fetch process stopped (%s); fetching in the round's process from now "
+                        "on (--fetch_process false does so from the start).", self.broken)
+
+    def fetch(self, jobs):
+        """Fetch a bundle's jobs in the child. Yields `("host", host)`, `("page", host, page)`
+        and `("done", host, result)` as they happen; every job gets its "done", also when the
+        child dies on the way (then from `lost_host`)."""
+        by_host = {host: (rows, state_row) for host, rows, state_row in jobs}
+        received = {host: set() for host in by_host}
+        finished = False
+        try:
+            self._conn.send(jobs)
+            while True:
+                message = self._conn.recv()
+                kind = message[0]
+                if kind == "end":
+                    finished = True
+                    return
+                if kind == "page":
+                    received[message[1]].add(message[2]["fp"])
+                elif kind == "done":
+                    del by_host[message[1]]
+                    yield message
+                    faults.crash_point("fetch")
+                    continue
+                yield message
+        except (EOFError, OSError) as e:
+            finished = True
+            self._break(e)
+            self.close(kill=True)
+            for host, (rows, state_row) in list(by_host.items()):
+                yield "done", host, lost_host(host, rows, state_row, received[host], self.broken)
+        finally:
+            if not finished:   # the bundle stopped reading (it failed downstream): the rest of
+                self.close(kill=True)   # its messages must not reach the next bundle
+
+    def close(self, kill=False):
+        """Stop the child: after its bundle (it ends on the None it reads next), or at once."""
+        if self._starter is not None:
+            self._starter.join()
+        conn, proc, self._conn, self._proc = self._conn, self._proc, None, None
+        if conn is not None:
+            try:
+                conn.send(None)
+            except (OSError, ValueError):
+                pass
+            conn.close()
+        if proc is not None:
+            if not kill:
+                proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()

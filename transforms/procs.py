@@ -1,0 +1,39 @@
+"""Helper processes of a worker (page workers, the fetch process): how they are started.
+
+They come from one clean fork server (never forked from a process with live threads). The
+fork server imports the stage modules they run once (`PRELOAD`), so each helper starts in
+milliseconds and shares those pages with its siblings. Neither the fork server nor the
+helpers import the crawl's main module: multiprocessing would, to find functions defined
+there, and with it Beam and the whole pipeline; a script without a `__main__` guard would
+also run again in them.
+"""
+import contextlib
+import multiprocessing
+import sys
+
+# imported once by the fork server, inherited by every helper (names, not imports: the
+# stages depend on this module, not the other way round)
+PRELOAD = ["transforms.page.fate", "transforms.fetch.hostjob"]
+
+
+@contextlib.contextmanager
+def main_module_hidden():
+    """While processes start: multiprocessing sees no main module to import in them (it
+    reads `__main__.__spec__` and `__main__.__file__`; both are restored after)."""
+    main = sys.modules.get("__main__")
+    saved = {k: main.__dict__[k] for k in ("__spec__", "__file__") if main is not None and k in main.__dict__}
+    try:
+        if main is not None:
+            main.__spec__ = None
+            main.__dict__.pop("__file__", None)
+        yield
+    finally:
+        if main is not None:
+            main.__dict__.update(saved)
+
+
+def helper_context():
+    """The multiprocessing context helpers start from (call inside `main_module_hidden`)."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)   # ignored once the fork server runs: the same list
+    return ctx
