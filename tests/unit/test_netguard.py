@@ -129,3 +129,14 @@ def test_resolver_uses_override_first_and_caches_everything():
             r.resolve("broken.test", 80)
     assert r.resolve("127.0.0.7", 80) == "127.0.0.7"     # literal: no lookup
     assert calls == ["dns.test", "broken.test"]
+
+
+def test_remembered_verdicts_belong_to_their_guard_and_stay_bounded():
+    lenient, strict = AddressGuard(allow_loopback=True), AddressGuard(deny_cidrs=("203.0.113.0/24",))
+    for _ in range(2):   # the second time from memory
+        assert lenient.check("127.0.0.1") is None and strict.check("127.0.0.1") == "loopback"
+        assert strict.check("203.0.113.9") == "denied_by_flag" and lenient.check("203.0.113.9") == "reserved"
+        assert strict.check("not-an-ip") == "bad_address"
+    for i in range(5000):
+        strict.check(f"10.{i // 256}.{i % 256}.1")
+    assert len(strict._verdicts) <= 4096 and strict.check("127.0.0.1") == "loopback"

@@ -207,8 +207,21 @@ class AddressGuard:
             except ValueError:
                 raise ValueError(f"bad --deny_addresses entry {c!r}: not an address or CIDR") from None
         object.__setattr__(self, "_deny", tuple(nets))
+        object.__setattr__(self, "_verdicts", {})   # addr -> check(addr): a host dials one address
 
     def check(self, addr: str) -> str | None:
+        """The verdict on `addr`, remembered (a host's every URL dials the same address)."""
+        try:
+            return self._verdicts[addr]
+        except KeyError:
+            pass
+        reason = self._check(addr)
+        if len(self._verdicts) >= 4096:
+            self._verdicts.clear()
+        self._verdicts[addr] = reason
+        return reason
+
+    def _check(self, addr: str) -> str | None:
         try:
             ip = ipaddress.ip_address(addr.strip().strip("[]").split("%", 1)[0])
         except ValueError:
