@@ -12,7 +12,8 @@ round is then run twice from fresh copies of it:
    transforms fused into them, the rest are summed.
 2. **interpreter locks** (`py-spy record --gil --subprocesses`; `pip install py-spy`): for
    each process, the seconds one of its threads held the GIL, by thread (the round's main
-   thread, which runs every Beam stage, against the fetch threads and the page workers);
+   thread, which runs every Beam stage, against the fetch threads, the fetch process and the
+   page workers);
    then the main thread's seconds by what it was doing. A thread waiting for the lock is
    not sampled, so this is CPU that could not run beside other Python work of its process.
 
@@ -70,6 +71,7 @@ def _stages(path: Path):
 
 def _gil(path: Path):
     per_thread, main_split, main_total = collections.Counter(), collections.Counter(), 0
+    helper_samples, kinds = collections.Counter(), {}
     for line in path.read_text().splitlines():
         stack, _, n = line.rpartition(" ")
         if not stack:
@@ -77,9 +79,14 @@ def _gil(path: Path):
         n = int(n)
         frames = stack.split(";")
         proc = frames[0].split(":")[0]
-        worker = next((f for f in frames[1:] if f.startswith("process ")), None)
-        if worker is not None:
-            per_thread[(proc, "page worker " + worker.split(":")[0])] += n
+        helpers = [f for f in frames[1:] if f.startswith("process ")]   # fork server, then its child
+        if helpers:
+            pid = helpers[-1].split(":")[0].split()[-1]
+            if "fetchproc.py" in stack:
+                kinds[pid] = "the fetch process"
+            elif "page_fates" in stack:
+                kinds.setdefault(pid, "a page worker")
+            helper_samples[(proc, pid)] += n
             continue
         if any("_run_module_as_main" in f for f in frames[1:3]):
             per_thread[(proc, "main thread (Beam stages)")] += n
@@ -90,6 +97,8 @@ def _gil(path: Path):
             per_thread[(proc, "other threads (fetch, deadlines, pool)")] += n
         else:
             per_thread[(proc, "native / unattributed")] += n
+    for (proc, pid), n in helper_samples.items():
+        per_thread[(proc, f"{kinds.get(pid, 'helper (fork server, imports)')}, pid {pid}")] += n
     print("\n## interpreter lock held (seconds, sampled)")
     for (proc, thread), n in sorted(per_thread.items(), key=lambda kv: -kv[1]):
         print(f"  {n / RATE:6.2f} s  {proc}  {thread}")
