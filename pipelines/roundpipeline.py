@@ -194,11 +194,12 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
             cfg.fetch, cfg.fetch_threads, cfg.sitemaps, cfg.scope, cfg.progress_seconds,
             sizes["ready_pages"], cfg.fetch_process)
         # Page: each fetched page's fate (visited row, links, filtered, stored body)
-        # (the round's link bundles wait for content-seen in spill files, not in memory)
-        spill_dir = crawl.round_dir(round_no) + f"/{spill.DIRNAME}/links"
+        # (the round's link bundles wait for content-seen, and its visited rows for their
+        # host's template, in spill files, not in memory)
+        spill_dir = crawl.round_dir(round_no) + f"/{spill.DIRNAME}"
         paged = ({"pages": fetched["pages"], "bundles": fetched["sitemaps"], "results": fetched["results"]}
-                 | "ProcessPages" >> ProcessPages(cfg.page, cfg.page_processes, lambda: SpillToFiles(
-                     spill_dir, sizes["spill_bytes"]), inflight_pages=sizes["ready_pages"]))
+                 | "ProcessPages" >> ProcessPages(cfg.page, cfg.page_processes, lambda name: SpillToFiles(
+                     f"{spill_dir}/{name}", sizes["spill_bytes"]), inflight_pages=sizes["ready_pages"]))
         links = paged["links"] | "ReadSpilledLinks" >> ReadSpilled()
         # Content-seen: exact and near duplicates against every committed round
         content = ({"visited": paged["visited"], "links": links, "pages": paged["pages"],

@@ -37,7 +37,7 @@ from transforms.page.visited import (
     visited_stats,
     visited_table,
 )
-from transforms.tableio.step import RowsToTables
+from transforms.tableio.step import ReadSpilled, RowsToTables
 
 
 class FilterBundles(beam.DoFn):
@@ -178,12 +178,13 @@ class ProcessPages(beam.PTransform):
     RESULTS and PAGES tables, kept links bundles, filtered bundles, counter dicts.
     """
 
-    def __init__(self, config, processes=0, links_to_files=None, inflight_pages=64):
+    def __init__(self, config, processes=0, to_files=None, inflight_pages=64):
         super().__init__()
         self.config, self.processes, self.inflight_pages = config, processes, inflight_pages
-        # links_to_files(): a PTransform bundles -> spill file paths (--memory_mb); `links`
-        # are then those paths, spilled before the flatten (which the in-process runner holds)
-        self.links_to_files = links_to_files
+        # to_files(name): a PTransform elements -> spill file paths under `name` (--memory_mb).
+        # `links` are then those paths, spilled before the flatten (which the in-process runner
+        # holds); visited rows wait for their host's template in spill files, not in memory.
+        self.to_files = to_files
 
     def expand(self, inputs):
         processed = (inputs["pages"] | "Process" >> beam.ParDo(
@@ -198,7 +199,11 @@ class ProcessPages(beam.PTransform):
                     | "HostTemplate" >> beam.CombinePerKey(_HostTemplate())
                     | "HostsWithTemplate" >> beam.Filter(lambda kv: bool(kv[1])))
         # ... are dropped from the text MinHash signs; one VISITED table per batch (signed together)
-        visited = (processed.visited
+        rows = processed.visited
+        if self.to_files is not None:   # a row (its text blocks) is ~20 KB: on disk meanwhile
+            rows = (rows | "VisitedToFiles" >> self.to_files("visited")
+                    | "ReadSpilledVisited" >> ReadSpilled())
+        visited = (rows
                    | "DropHostTemplate" >> beam.Map(
                        lambda r, t: sign_text(r, t.get(r["host"]), TEXT_FOR_MINHASH),
                        beam.pvalue.AsDict(template))
@@ -228,6 +233,6 @@ class ProcessPages(beam.PTransform):
         }
 
     def _links(self, *parts):
-        if self.links_to_files is not None:
-            parts = tuple(part | f"LinksToFiles{i}" >> self.links_to_files() for i, part in enumerate(parts))
+        if self.to_files is not None:
+            parts = tuple(part | f"LinksToFiles{i}" >> self.to_files("links") for i, part in enumerate(parts))
         return parts | "AllLinks" >> beam.Flatten()
