@@ -125,3 +125,40 @@ def test_a_bundle_that_stops_reading_stops_the_fetch_process():
         stream.close()
         assert not child.is_alive() and time.monotonic() - started < 3
         assert not proc.ready()
+
+
+def test_on_the_runner_the_fetch_process_gives_the_pages_metrics_and_progress(capsys, monkeypatch):
+    """The DoFn as a round runs it (pickled, set up and torn down by the in-process runner):
+    pages, Beam metrics and the progress line all come through the fetch process."""
+    import apache_beam as beam
+    import pyarrow as pa
+    from apache_beam.metrics.metric import MetricsFilter
+    from apache_beam.runners.portability.fn_api_runner import fn_runner
+    from apache_beam.testing.util import assert_that, equal_to
+
+    from transforms.fetch.step import FetchHosts
+
+    def not_here(self):
+        raise AssertionError("fetched in the round's process, not in the fetch process")
+    monkeypatch.setattr(FetchHosts, "_fetch_here", not_here)
+    body = b"<html>through the fetch process</html>"
+    with LocalServer({"/robots.txt": status(404), "/gone": status(404), "*": page(body)}) as srv:
+        cfg = loopback_config({"site.test": srv}, delay_per_host=0.05)
+        host = f"site.test:{srv.port}"
+        paths = ["a", "b", "gone", "c", "d", "e"]
+        rows = pa.Table.from_pylist([{"url": f"http://{host}/{p}", "fp": i} for i, p in enumerate(paths)])
+        p = beam.Pipeline(runner=fn_runner.FnApiRunner())
+        pages = (p | beam.Create([(host, {"urls": [rows], "state": []})])
+                 | beam.ParDo(FetchHosts(cfg, threads=2, sitemaps=False, progress_seconds=0.05,
+                                         process=True, min_pages=1), planned=len(paths)))
+        assert_that(pages | beam.Map(lambda pg: (pg["url"].rsplit("/", 1)[1], pg["outcome"])),
+                    equal_to([(x, "http_error" if x == "gone" else OK) for x in paths]))
+        result = p.run()
+        result.wait_until_finish()
+    got = result.metrics().query(MetricsFilter().with_namespace("fetch"))
+    counters = {c.key.metric.name: c.committed for c in got["counters"]}
+    assert counters["pages"] == 6 and counters["hosts"] == 1 and counters["errors"] == 1
+    assert counters["bytes"] >= 5 * len(body)
+    err = capsys.readouterr().err.splitlines()
+    lines = [line for line in err if line.startswith("fetch: ")]
+    assert lines and all("/6 pages" in line for line in lines)
