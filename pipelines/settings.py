@@ -176,7 +176,7 @@ ROUND_SETTINGS = {s.name: s for s in [
       "threads (rounds of over 256 pages); auto = cores - 1, 0 = parse in the fetching process.",
       lambda v: None if v == "auto" or v.isdigit() else "must be auto or a whole number ≥ 0"),
     S("fetch_process", str, "auto", "fetching", "Fetch threads in a process of their own (rounds of "
-      "over 256 pages; not with --render); auto = where there are 2+ cores.",
+      "256+ URLs; not with --render); auto = where there are 2+ cores.",
       lambda v: None if v in ("auto", "true", "false") else "must be auto, true or false"),
     S("progress_seconds", float, 5.0, "fetching", "While a round fetches, a progress line on "
       "stderr every this many seconds (a live bar where stderr is a terminal); 0 = none.",
