@@ -330,3 +330,16 @@ def test_filter_batch_equals_scalar(pairs, f):
     depths = [d for _, d in pairs]
     assert f.reasons(urls, depths) == [f.reason(u, d) for u, d in zip(urls, depths)]
     assert all(r is None or r in REASONS for r in f.reasons(urls, depths))
+
+
+@pytest.mark.parametrize("href, path", [
+    ("%%30a", "/dir/sub/%%30a"),        # not '%0a': a server reads '%', '0', 'a'
+    ("%a%31", "/dir/sub/%a%31"),
+    ("%%30%61", "/dir/sub/%%30a"),
+    ("%%7e", "/dir/sub/%~"),            # '~' cannot start an escape: decoded
+    ("%g%31", "/dir/sub/%g1"),
+])
+def test_decoding_never_makes_a_new_escape_after_a_bare_percent(href, path):
+    r = resolve(BASE, href)
+    assert r == "http://www.example.com" + path
+    assert normalize(r) == r

@@ -62,19 +62,31 @@ for _b in range(256):
 del _b, _rep, _hx, _k
 
 
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
 def _fix_percent(s: str) -> str:
-    """Upper-case percent-escapes and decode unreserved ones (caller checked '%' in s)."""
+    """Upper-case percent-escapes and decode unreserved ones (caller checked '%' in s).
+
+    An escape that decodes to a hex digit is kept (upper-cased) within the two characters
+    after a bare '%' (one that starts no valid escape): '%%30a' is '%', '0', 'a' to a server,
+    decoded to '%0a' it would read as a line feed, and normalising again would change it."""
     parts = s.split("%")
     out = [parts[0]]
     pct = _PCT
+    after_bare = None   # what follows the last bare '%' while it could still start an escape
     for p in parts[1:]:
         rep = pct.get(p[:2])
         if rep is None:
             out.append("%")
             out.append(p)
-        else:
-            out.append(rep)
-            out.append(p[2:])
+            after_bare = p if len(p) < 2 and set(p) <= _HEX else None
+            continue
+        if after_bare is not None and rep in _HEX:
+            rep = "%" + p[:2].upper()
+        out.append(rep)
+        out.append(p[2:])
+        after_bare = None
     return "".join(out)
 
 
