@@ -7,6 +7,7 @@ from pathlib import Path
 
 from schemas.tables import OK, REDIRECT
 from tests.unit.httpfixtures import LocalServer, loopback_config, page, status
+from tests.unit.test_fetch_progress import fetch_metrics
 from tests.unit.test_fetcher import fetch_hosts
 from transforms.fetch.fetchproc import FetchProcess
 from transforms.fetch.records import TRANSIENT, FetchRequest
@@ -132,7 +133,6 @@ def test_on_the_runner_the_fetch_process_gives_the_pages_metrics_and_progress(ca
     pages, Beam metrics and the progress line all come through the fetch process."""
     import apache_beam as beam
     import pyarrow as pa
-    from apache_beam.metrics.metric import MetricsFilter
     from apache_beam.runners.portability.fn_api_runner import fn_runner
     from apache_beam.testing.util import assert_that, equal_to
 
@@ -155,8 +155,8 @@ def test_on_the_runner_the_fetch_process_gives_the_pages_metrics_and_progress(ca
                     equal_to([(x, "http_error" if x == "gone" else OK) for x in paths]))
         result = p.run()
         result.wait_until_finish()
-    got = result.metrics().query(MetricsFilter().with_namespace("fetch"))
-    counters = {c.key.metric.name: c.committed for c in got["counters"]}
+    counters, distributions = fetch_metrics(result)
+    assert distributions["fetch_ms"].count == 6
     assert counters["pages"] == 6 and counters["hosts"] == 1 and counters["errors"] == 1
     assert counters["bytes"] >= 5 * len(body)
     err = capsys.readouterr().err.splitlines()

@@ -116,7 +116,6 @@ def test_the_fetch_step_shows_progress_while_it_fetches(capsys):
 
 def test_the_fetch_step_counts_pages_bytes_and_errors_as_beam_metrics():
     import apache_beam as beam
-    from apache_beam.metrics.metric import MetricsFilter
     from apache_beam.runners.portability.fn_api_runner import fn_runner
 
     body = b"<html>metrics</html>"
@@ -130,9 +129,15 @@ def test_the_fetch_step_counts_pages_bytes_and_errors_as_beam_metrics():
              | beam.ParDo(FetchHosts(cfg, threads=2, sitemaps=False), planned=3))
         result = p.run()
         result.wait_until_finish()
-    got = result.metrics().query(MetricsFilter().with_namespace("fetch"))
-    counters = {c.key.metric.name: c.committed for c in got["counters"]}
+    counters, distributions = fetch_metrics(result)
     assert counters["pages"] == 3 and counters["hosts"] == 1 and counters["errors"] == 1
     assert counters["bytes"] >= 2 * len(body)
-    (ms,) = [d.committed for d in got["distributions"] if d.key.metric.name == "fetch_ms"]
-    assert ms.count == 3
+    assert distributions["fetch_ms"].count == 3
+
+
+def fetch_metrics(result):
+    """({counter: committed value}, {distribution: committed value}) of namespace `fetch`."""
+    from apache_beam.metrics.metric import MetricsFilter
+    got = result.metrics().query(MetricsFilter().with_namespace("fetch"))
+    return ({c.key.metric.name: c.committed for c in got["counters"]},
+            {d.key.metric.name: d.committed for d in got["distributions"]})

@@ -123,15 +123,13 @@ def test_a_process_that_may_not_start_workers_parses_inline(monkeypatch):
 
 
 _NO_GUARD_SCRIPT = '''
-import concurrent.futures as cf, multiprocessing, sys
+import concurrent.futures as cf, sys
 sys.path.insert(0, {repo!r})
 import apache_beam                          # the main module of a round imports Beam
-from transforms.page.pool import PRELOAD, main_module_hidden
+from transforms.procs import helper_context, main_module_hidden
 print("MAIN RAN", flush=True)               # no __main__ guard: a worker importing it would print too
-ctx = multiprocessing.get_context("forkserver")
-ctx.set_forkserver_preload(PRELOAD)
 with main_module_hidden():
-    ex = cf.ProcessPoolExecutor(1, mp_context=ctx)
+    ex = cf.ProcessPoolExecutor(1, mp_context=helper_context())
     fut = ex.submit(eval, "sorted(m for m in ('apache_beam', 'pipelines') if m in __import__('sys').modules)"
                           " + [getattr(__import__('sys').modules.get('__mp_main__'), '__file__', None)]")
 print("WORKER HAS", fut.result(), flush=True)

@@ -24,7 +24,7 @@ import threading
 import time
 
 from transforms.page.fate import page_fate
-from transforms.procs import PRELOAD, helper_context, main_module_hidden  # noqa: F401 (tests)
+from transforms.procs import helper_context, main_module_hidden
 
 log = logging.getLogger(__name__)
 
