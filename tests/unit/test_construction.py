@@ -56,3 +56,44 @@ def test_install_is_idempotent():
     fn = userstate.get_dofn_specs
     construction.install()
     assert userstate.get_dofn_specs is fn
+
+
+class _Plain(beam.DoFn):
+    def process(self, element, side=None, *rest, scale=2):
+        yield element
+
+
+class _Mixed(beam.DoFn):
+    def process(self, element):
+        if element:
+            return [element]
+        yield element
+
+
+def test_cached_args_defaults_equal_beams_own():
+    construction.install()
+    core = beam.transforms.core
+    original = core.get_function_args_defaults.__wrapped__
+
+    def free(a, b=1, *args, c=3, **kw):
+        return a
+
+    for f in (free, _Plain().process, _Plain.process, _Mixed().process, len, str.strip,
+              lambda x, y=beam.DoFn.ElementParam: x):
+        for _ in range(2):   # the second call comes from the cache
+            assert core.get_function_args_defaults(f) == original(f)
+    # a function and a method bound to it differ by the bound argument: not one cache entry
+    assert core.get_function_args_defaults(_Plain.process)[0][0] == "self"
+    assert core.get_function_args_defaults(_Plain().process)[0][0] == "element"
+    got = core.get_function_args_defaults(free)
+    got[0].clear()
+    assert core.get_function_args_defaults(free)[0] == ["a", "b"]
+
+
+def test_cached_yield_and_return_check_equal_beams_own():
+    construction.install()
+    core = beam.transforms.core
+    original = core._check_fn_use_yield_and_return.__wrapped__
+    for f in (_Plain().process, _Mixed().process, _Mixed().process):
+        assert core._check_fn_use_yield_and_return(f) == original(f)
+    assert core._check_fn_use_yield_and_return(_Mixed().process) is True
