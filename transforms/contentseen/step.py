@@ -43,6 +43,7 @@ from transforms.contentseen.oldside import (
     probe_row_group,
     read_hits,
 )
+from transforms.sideinput import combined_side_input
 from transforms.tableio import files as readparquet
 from transforms.tableio.step import sum_dicts
 from transforms.urls.fpsets import FpIndex, member, sorted_union
@@ -65,8 +66,8 @@ class ContentSeen(beam.PTransform):
             return t.append_column("round", pa.array(np.full(t.num_rows, rnd, np.int32)))
 
         new = inputs["new"] | "NewRows" >> beam.Map(new_rows)
-        keys = (new | "NewKeys" >> beam.Map(lambda t: _col(t, key))
-                | "KeySet" >> beam.CombineGlobally(sorted_union))
+        keys = combined_side_input(new | "NewKeys" >> beam.Map(lambda t: _col(t, key)), "KeySet",
+                                   sorted_union)
 
         def old_rows(t, keyset):
             k = _col(t, key, 0).astype(np.int64)
@@ -75,7 +76,7 @@ class ContentSeen(beam.PTransform):
                 yield t.filter(pa.array(m)).select(
                     [c for c in ("fp", "url", "host", "round", key) if c in t.column_names])
 
-        old = inputs["old"] | "OldMatching" >> beam.FlatMap(old_rows, beam.pvalue.AsSingleton(keys))
+        old = inputs["old"] | "OldMatching" >> beam.FlatMap(old_rows, keys)
 
         def split(t, tag):
             for b, part in _split(t, _col(t, key).astype(np.int64), B):
@@ -135,9 +136,10 @@ class NearClusters(beam.PTransform):
             return resolve_clusters(edges)
 
         new = inputs["new"] | "NewPages" >> beam.FlatMap(pages, True)
-        keyset = (new | "NewBandKeys" >> beam.Map(lambda nt: page_band_keys(nt[1], P, (bands, rows)))
-                  | "BandKeySet" >> beam.CombineGlobally(sorted_union))
-        old = inputs["old"] | "OldPages" >> beam.FlatMap(pages, False, beam.pvalue.AsSingleton(keyset))
+        keyset = combined_side_input(
+            new | "NewBandKeys" >> beam.Map(lambda nt: page_band_keys(nt[1], P, (bands, rows))),
+            "BandKeySet", sorted_union)
+        old = inputs["old"] | "OldPages" >> beam.FlatMap(pages, False, keyset)
         return ((new, old) | "AllPages" >> beam.Flatten()
                 | "GatherPages" >> beam.combiners.ToList()
                 | "Clusters" >> beam.Map(clusters))
@@ -168,17 +170,17 @@ class ContentSeenStats(beam.PTransform):
     def expand(self, inputs):
         exact = (inputs["duplicates"] | "CountExact" >> beam.Map(lambda t: t.num_rows)
                  | "SumExact" >> beam.CombineGlobally(sum))
-        mirrors = (inputs["mirrors"] | "MirrorHosts" >> beam.Map(lambda m: m[0])
-                   | "DistinctMirrors" >> beam.Distinct()
-                   | "CountMirrors" >> beam.combiners.Count.Globally())
+        mirrors = combined_side_input(inputs["mirrors"] | "MirrorHosts" >> beam.Map(lambda m: m[0])
+                                      | "DistinctMirrors" >> beam.Distinct(),
+                                      "CountMirrors", beam.combiners.CountCombineFn())
         asg = beam.pvalue.AsSingleton(inputs["clusters"])
         near = inputs["clusters"] | "NearStats" >> beam.Map(cluster_stats)
-        hosts = (inputs["visited"] | "NearHosts" >> beam.Map(
-                    lambda t, a: host_stats(t, np.sort(_col(a, "fp").astype(np.int64))), asg)
-                 | "SumNearHosts" >> beam.CombineGlobally(sum_dicts))
+        hosts = combined_side_input(inputs["visited"] | "NearHosts" >> beam.Map(
+                    lambda t, a: host_stats(t, np.sort(_col(a, "fp").astype(np.int64))), asg),
+                                    "SumNearHosts", sum_dicts)
         return (exact | "Stats" >> beam.Map(
             lambda e, m, n, h: {"exact_duplicates": e, "mirror_hosts_suspected": m, **n, **h},
-            beam.pvalue.AsSingleton(mirrors), beam.pvalue.AsSingleton(near), beam.pvalue.AsSingleton(hosts)))
+            mirrors, beam.pvalue.AsSingleton(near), hosts))
 
 
 class _Probe(beam.DoFn):
@@ -295,10 +297,9 @@ class ProbeVisited(beam.PTransform):
         self.round_no, self.near, self.max_group = round_no, near, max_group
 
     def expand(self, inputs):
-        keys = inputs["new"] | "RoundKeys" >> beam.CombineGlobally(_RoundKeys(self.near))
+        keys = combined_side_input(inputs["new"], "RoundKeys", _RoundKeys(self.near))
         hits = (inputs["old"]
-                | "ProbeNarrow" >> beam.ParDo(_Probe(self.max_group, self.round_no),
-                                              beam.pvalue.AsSingleton(keys))
+                | "ProbeNarrow" >> beam.ParDo(_Probe(self.max_group, self.round_no), keys)
                 | "EarliestPerKey" >> beam.CombinePerKey(_Earliest(self.max_group))
                 | "ByKind" >> beam.FlatMap(_split_kinds).with_outputs(EXACT, NEAR))
         return {EXACT: hits[EXACT], NEAR: hits[NEAR]}
@@ -307,7 +308,8 @@ class ProbeVisited(beam.PTransform):
 class ReadHits(beam.PTransform):
     """Phase 2: (key, hit) of one kind -> the hit rows read wide, one table per row group.
 
-    `live_keys`: optional PCollection of one sorted int64 array; hits under other keys are
+    `live_keys`: optional side input of one sorted int64 array (`combined_side_input`, or
+    `AsSingleton` of a one-element PCollection); hits under other keys are
     dropped before anything is read (the round's band keys once its exact duplicates are
     known: a key only they have cannot give a near pair).
     """
@@ -327,7 +329,7 @@ class ReadHits(beam.PTransform):
                 dead.inc()
                 return False
 
-            hits = hits | "LiveKeys" >> beam.Filter(live, beam.pvalue.AsSingleton(self.live_keys))
+            hits = hits | "LiveKeys" >> beam.Filter(live, self.live_keys)
         return (hits
                 | "AtRowGroup" >> beam.Map(lambda kh: ((kh[1][2], kh[1][3]), (kh[1][4], kh[1][1])))
                 | "PerRowGroup" >> beam.GroupByKey()
@@ -376,8 +378,8 @@ class ApplyContentSeen(beam.PTransform):
                 dup_side)
         if self.near_threshold:
             near_new = visited | "NearNew" >> beam.Map(not_duplicate)
-            live = (near_new | "NearNewKeys" >> beam.Map(new_band_keys)
-                    | "LiveBandKeys" >> beam.CombineGlobally(sorted_union))
+            live = combined_side_input(near_new | "NearNewKeys" >> beam.Map(new_band_keys),
+                                       "LiveBandKeys", sorted_union)
             clusters = ({"new": near_new, "old": probed[NEAR] | "ReadNearHits" >> ReadHits(NEAR, live)}
                         | "NearClusters" >> NearClusters(threshold=self.near_threshold))
         else:

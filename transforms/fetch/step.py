@@ -33,6 +33,7 @@ from transforms.fetch.fetchproc import FetchProcess
 from transforms.fetch.gcpause import full_collections_deferred
 from transforms.fetch.hostjob import FetcherFactory, fetch_one_host
 from transforms.fetch.progress import ERROR_OUTCOMES, FetchProgress, ProgressReporter
+from transforms.sideinput import combined_side_input
 from transforms.tableio.step import RowsToTables
 
 
@@ -293,9 +294,8 @@ class Fetch(beam.PTransform):
         host_state = hosts | "SelectedHostState" >> beam.FlatMap(_host_rows, selected)
         other_hosts = hosts | "UnselectedHosts" >> beam.Map(_other_hosts, selected)
         # the progress line's "planned": the whole fetch list's URLs
-        planned = beam.pvalue.AsSingleton(
-            fetch_list | "PlannedUrls" >> beam.Map(lambda kv: kv[1].num_rows)
-            | "CountPlanned" >> beam.CombineGlobally(sum))
+        planned = combined_side_input(
+            fetch_list | "PlannedUrls" >> beam.Map(lambda kv: kv[1].num_rows), "CountPlanned", sum)
         pages, fetched_hosts, sitemap_files, fetch_stats = (
             {"urls": fetch_list, "state": host_state}
             | "JoinHostState" >> beam.CoGroupByKey()
