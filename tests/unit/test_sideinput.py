@@ -4,7 +4,7 @@ import numpy as np
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from transforms.sideinput import combined_side_input
+from transforms.tableio.sideinput import combined_side_input
 from transforms.tableio.step import sum_dicts
 from transforms.urls.fpsets import sorted_union
 

@@ -33,7 +33,7 @@ from transforms.fetch.fetchproc import FetchProcess
 from transforms.fetch.gcpause import full_collections_deferred
 from transforms.fetch.hostjob import FetcherFactory, fetch_one_host
 from transforms.fetch.progress import ERROR_OUTCOMES, FetchProgress, ProgressReporter
-from transforms.sideinput import combined_side_input
+from transforms.tableio.sideinput import combined_side_input
 from transforms.tableio.step import RowsToTables
 
 

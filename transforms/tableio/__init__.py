@@ -5,4 +5,6 @@
   `ArrowTableCoder` that lets `pa.Table` elements cross stage boundaries cheaply;
   `SpillToFiles`/`ReadSpilled` (`Spill`): a PCollection through spill files (--memory_mb).
 - `spill`: the spill files a round's large intermediate data waits in (rounds/N/_spill/).
+- `sideinput`: `combined_side_input`, a combined value read as a side input without the
+  default-injection stage `CombineGlobally` would add (Beam plumbing the stages share).
 """
