@@ -13,7 +13,7 @@ Each iteration is one unrolled, distinctly labelled step:
 
     Scatter{i}:  state[b] -> contributions (target bucket d, (target fps, summed rank/outdeg))
                  + dangling mass of b                      (one element per bucket pair)
-    Dangling{i}: CombineGlobally(sum) -> side input
+    Dangling{i}: CombineGlobally(sum) -> side input (tableio.sideinput.combined_side_input)
     Gather{i}:   CoGroupByKey(state, contributions) by bucket
     Update{i}:   ranks' = damping * (received + dangling / n) + (1 - damping) / n
 

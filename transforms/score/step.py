@@ -20,6 +20,7 @@ from transforms.score.pagerankblocks import (
     split_nodes,
     update,
 )
+from transforms.tableio.sideinput import combined_side_input
 from transforms.tableio.files import read_view
 
 CHUNK_ROWS = 100_000
@@ -58,20 +59,17 @@ class PageRank(beam.PTransform):
         blocks = (parts
                   | "GroupByBucket" >> beam.GroupByKey()
                   | "BuildBlocks" >> beam.Map(build_block, B))
-        n = (blocks
-             | "NodesPerBucket" >> beam.Map(lambda kv: len(kv[1].nodes))
-             | "CountNodes" >> beam.CombineGlobally(sum))
+        n = combined_side_input(blocks | "NodesPerBucket" >> beam.Map(lambda kv: len(kv[1].nodes)),
+                                "CountNodes", sum)
         state = blocks | "InitRanks" >> beam.Map(
-            lambda kv, n: (kv[0], (kv[1], np.full(len(kv[1].nodes), 1.0 / n))),
-            n=AsSingleton(n))
+            lambda kv, n: (kv[0], (kv[1], np.full(len(kv[1].nodes), 1.0 / n))), n=n)
         for i in range(self.iterations):
             out = state | f"Scatter{i}" >> beam.ParDo(Scatter()).with_outputs(
                 Scatter.DANGLING, main="contrib")
-            dangling = out[Scatter.DANGLING] | f"Dangling{i}" >> beam.CombineGlobally(sum)
+            dangling = combined_side_input(out[Scatter.DANGLING], f"Dangling{i}", sum)
             state = ({"s": state, "c": out["contrib"]}
                      | f"Gather{i}" >> beam.CoGroupByKey()
-                     | f"Update{i}" >> beam.Map(update, num_nodes=AsSingleton(n),
-                                                dangling=AsSingleton(dangling),
+                     | f"Update{i}" >> beam.Map(update, num_nodes=n, dangling=dangling,
                                                 damping=alpha))
         return state | "Ranks" >> beam.Map(lambda kv: (kv[1][0].nodes, kv[1][1]))
 
