@@ -137,8 +137,9 @@ class _ReadLayer(beam.DoFn):
 class ReadView(beam.PTransform):
     """A layered table's consistent view (`ViewSpec`) -> Arrow tables of `columns`.
 
-    `keys` (a singleton PCollection of sorted int64 keys) and `keep` ("in"/"out") restrict
-    it to the rows whose key is / is not in that set, e.g. the frontier rows a round touches.
+    `keys` (a singleton PCollection of sorted int64 keys, or a side input of them) and `keep`
+    ("in"/"out") restrict it to the rows whose key is / is not in that set, e.g. the
+    frontier rows a round touches.
     """
 
     def __init__(self, spec, columns=None, keys=None, keep="in", reshuffle=False):
@@ -147,7 +148,9 @@ class ReadView(beam.PTransform):
 
     def expand(self, pbegin):
         files = pbegin | "LayerFiles" >> beam.Create(self.spec.files(), reshuffle=self.reshuffle)
-        side = [] if self.keys is None else [beam.pvalue.AsSingleton(self.keys)]
+        keys = self.keys
+        side = [] if keys is None else [
+            keys if isinstance(keys, beam.pvalue.AsSideInput) else beam.pvalue.AsSingleton(keys)]
         return files | "ReadLayer" >> beam.ParDo(
             _ReadLayer(self.spec, self.columns, self.keep), *side).with_output_types(pa.Table)
 

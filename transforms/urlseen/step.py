@@ -13,6 +13,7 @@ from apache_beam.io.filesystems import FileSystems
 from schemas import tables
 from schemas.tables import FP_ONLY, ParquetReadError
 from transforms.tableio.files import read_row_groups
+from transforms.tableio.sideinput import combined_side_input
 from transforms.tableio.step import ReadView
 from transforms.urls.fpsets import FpIndex, sorted_union
 from transforms.urlseen.buckets import _np, _split_fps, _split_packed, unpack
@@ -183,20 +184,21 @@ class UrlSeen(beam.PTransform):
 
     def expand(self, inputs):
         b = self.buckets
-        probe = ((inputs["candidates"] | "CandidateFps" >> beam.Map(
+        asked = ((inputs["candidates"] | "CandidateFps" >> beam.Map(
                       lambda t: _np(t.column("dst_fp"))),
                   inputs["filtered"] | "FilteredFps" >> beam.Map(lambda t: _np(t.column("fp"))))
-                 | "AskedFps" >> beam.Flatten()
-                 | "ProbeSet" >> beam.CombineGlobally(sorted_union))
+                 | "AskedFps" >> beam.Flatten())
+        probe = combined_side_input(asked, "ProbeSet", sorted_union)
         seen_hits = (inputs["seen"]
-                     | "ProbeSeen" >> beam.ParDo(_ProbeSeen(self.signatures.values()),
-                                                 beam.pvalue.AsSingleton(probe))
+                     | "ProbeSeen" >> beam.ParDo(_ProbeSeen(self.signatures.values()), probe)
                      | "BucketSeenHits" >> beam.FlatMap(_split_kind_fps, b))
         frontier = inputs["frontier"]
         if self.frontier_view is not None:
-            touching = ((probe, inputs["results"] | "ResultFps" >> beam.Map(lambda t: _np(t.column("fp"))))
-                        | "TouchingFps" >> beam.Flatten() | "TouchSet" >> beam.CombineGlobally(sorted_union))
-            frontier = probe.pipeline | "FrontierHits" >> ReadView(self.frontier_view, keys=touching)
+            # the asked fps and the results' (the union of unions: the probe set's fps too)
+            touching = combined_side_input(
+                (asked, inputs["results"] | "ResultFps" >> beam.Map(lambda t: _np(t.column("fp"))))
+                | "TouchingFps" >> beam.Flatten(), "TouchSet", sorted_union)
+            frontier = asked.pipeline | "FrontierHits" >> ReadView(self.frontier_view, keys=touching)
         keyed = {
             "frontier": frontier | "BucketFrontier" >> beam.FlatMap(_split_packed, b),
             "seen": seen_hits,
