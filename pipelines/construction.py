@@ -29,7 +29,6 @@ is idempotent, and does nothing if Beam's internals no longer look as expected.
 import types
 import weakref
 
-
 _installed = False
 
 

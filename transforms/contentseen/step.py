@@ -43,8 +43,8 @@ from transforms.contentseen.oldside import (
     probe_row_group,
     read_hits,
 )
-from transforms.tableio.sideinput import combined_side_input
 from transforms.tableio import files as readparquet
+from transforms.tableio.sideinput import combined_side_input
 from transforms.tableio.step import sum_dicts
 from transforms.urls.fpsets import FpIndex, member, sorted_union
 

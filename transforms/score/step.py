@@ -20,8 +20,8 @@ from transforms.score.pagerankblocks import (
     split_nodes,
     update,
 )
-from transforms.tableio.sideinput import combined_side_input
 from transforms.tableio.files import read_view
+from transforms.tableio.sideinput import combined_side_input
 
 CHUNK_ROWS = 100_000
 
