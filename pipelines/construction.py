@@ -62,7 +62,7 @@ def _cached_view_as(original):
     return view_as
 
 
-def _cached_per_function(original, copy=lambda got: got):
+def _cached_per_function(original, copy=None):
     """`original(f)` memoised per function object: one cache for plain functions, one for
     methods (keyed by their `__func__`: the bound first argument is never in the answer).
     Other callables (partials, builtins, callable objects) go to `original` every time."""
@@ -77,7 +77,7 @@ def _cached_per_function(original, copy=lambda got: got):
             return original(f)
         if key not in cache:
             cache[key] = original(f)
-        return copy(cache[key])
+        return cache[key] if copy is None else copy(cache[key])
 
     cached.__wrapped__ = original
     return cached
@@ -108,7 +108,7 @@ def install():
     # both are looked up as core.<name> at call time (get_function_arguments, ParDo.__init__,
     # CallableWrapperDoFn, MapTuple, FlatMapTuple)
     for name, copy in (("get_function_args_defaults", _own_lists),
-                       ("_check_fn_use_yield_and_return", lambda got: got)):
+                       ("_check_fn_use_yield_and_return", None)):
         original = getattr(core, name, None)
         if callable(original) and not hasattr(original, "__wrapped__"):
             setattr(core, name, _cached_per_function(original, copy))

@@ -137,8 +137,8 @@ class _ReadLayer(beam.DoFn):
 class ReadView(beam.PTransform):
     """A layered table's consistent view (`ViewSpec`) -> Arrow tables of `columns`.
 
-    `keys` (a singleton PCollection of sorted int64 keys, or a side input of them) and `keep`
-    ("in"/"out") restrict it to the rows whose key is / is not in that set, e.g. the
+    `keys` (a side input of sorted int64 keys, e.g. `sideinput.combined_side_input`) and
+    `keep` ("in"/"out") restrict it to the rows whose key is / is not in that set, e.g. the
     frontier rows a round touches.
     """
 
@@ -148,9 +148,7 @@ class ReadView(beam.PTransform):
 
     def expand(self, pbegin):
         files = pbegin | "LayerFiles" >> beam.Create(self.spec.files(), reshuffle=self.reshuffle)
-        keys = self.keys
-        side = [] if keys is None else [
-            keys if isinstance(keys, beam.pvalue.AsSideInput) else beam.pvalue.AsSingleton(keys)]
+        side = [] if self.keys is None else [self.keys]
         return files | "ReadLayer" >> beam.ParDo(
             _ReadLayer(self.spec, self.columns, self.keep), *side).with_output_types(pa.Table)
 
