@@ -31,6 +31,50 @@ def test_damaged_spill_file_names_the_file(tmp_path):
         list(spill.read_spill(str(path)))
 
 
+def test_spill_file_cut_short_reads_as_damaged_never_as_fewer_elements(tmp_path):
+    path = tmp_path / "whole.spill"
+    elements = [{"i": i, "url": "http://h.test/%d" % i, "blob": bytes(range(256)) * (i % 5)} for i in range(400)]
+    spill.write_spill(str(path), [spill.encode(e) for e in elements])
+    data = path.read_bytes()
+    cut = tmp_path / "cut.spill"
+    for n in sorted({0, 3, len(spill.MAGIC), len(spill.MAGIC) + 1, len(data) // 3, len(data) // 2,
+                     len(data) - 9, len(data) - 1}):
+        cut.write_bytes(data[:n])
+        with pytest.raises(spill.SpillReadError, match="cut.spill"):
+            list(spill.read_spill(str(cut)))
+
+
+def test_aborted_writer_leaves_a_file_that_reads_as_damaged(tmp_path):
+    w = spill.SpillWriter(str(tmp_path / "open.spill"))
+    for i in range(100):
+        w.add({"i": i})
+    w.abort()
+    with pytest.raises(spill.SpillReadError, match="open.spill"):
+        list(spill.read_spill(str(tmp_path / "open.spill")))
+
+
+def test_spill_files_stream_both_ways(tmp_path):
+    """Neither end holds a file's worth of elements: 32 MB through one file, with well under
+    that of Python memory at the peak of writing and of reading."""
+    import os
+    import tracemalloc
+    path, n, size = str(tmp_path / "big.spill"), 512, 64 * 1024
+    tracemalloc.start()
+    try:
+        w = spill.SpillWriter(path)
+        for _ in range(n):
+            w.add(os.urandom(size))
+        assert w.close() >= n * size
+        write_peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        count = sum(len(e) == size for e in spill.read_spill(path))
+        read_peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert count == n
+    assert write_peak < 4 * 1024 * 1024 and read_peak < 4 * 1024 * 1024, (write_peak, read_peak)
+
+
 def test_spill_transform_keeps_every_element_in_small_files(tmp_path):
     elements = [{"i": i, "links": ["http://h/%d/%d" % (i, j) for j in range(20)]} for i in range(300)]
     with TestPipeline() as p:

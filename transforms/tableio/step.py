@@ -326,34 +326,42 @@ class WriteStats(beam.PTransform):
 
 
 class _SpillToFiles(beam.DoFn):
-    """Elements -> paths of spill files holding them (at most ~`chunk_bytes` pickled each)."""
+    """Elements -> paths of spill files holding them (at most ~`chunk_bytes` pickled each),
+    each written as its elements come (spill.SpillWriter), so memory holds no file's worth."""
 
     def __init__(self, directory, chunk_bytes):
         self.directory, self.chunk_bytes = directory.rstrip("/"), max(1, int(chunk_bytes))
 
     def setup(self):
         self._files, self._bytes = Metrics.counter("spill", "files"), Metrics.counter("spill", "bytes")
+        self._writer = None
 
     def start_bundle(self):
-        self._buf, self._size = [], 0
+        self._abort()   # a file a failed bundle left open: never read, deleted with the spill dir
 
-    def _flush(self):
-        path = f"{self.directory}/{uuid.uuid4().hex}.spill"
-        self._bytes.inc(spill.write_spill(path, self._buf))
+    def _close(self):
+        w, self._writer = self._writer, None
+        self._bytes.inc(w.close())
         self._files.inc()
-        self._buf, self._size = [], 0
-        return path
+        return w.path
+
+    def _abort(self):
+        w, self._writer = self._writer, None
+        if w is not None:
+            w.abort()
 
     def process(self, element):
-        data = spill.encode(element)
-        self._buf.append(data)
-        self._size += len(data)
-        if self._size >= self.chunk_bytes:
-            yield self._flush()
+        if self._writer is None:
+            self._writer = spill.SpillWriter(f"{self.directory}/{uuid.uuid4().hex}.spill")
+        if self._writer.add(element) >= self.chunk_bytes:
+            yield self._close()
 
     def finish_bundle(self):
-        if self._buf:
-            yield WindowedValue(self._flush(), MIN_TIMESTAMP, [GlobalWindow()])
+        if self._writer is not None:
+            yield WindowedValue(self._close(), MIN_TIMESTAMP, [GlobalWindow()])
+
+    def teardown(self):
+        self._abort()
 
 
 class SpillToFiles(beam.PTransform):
