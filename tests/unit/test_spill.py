@@ -6,7 +6,8 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipelines.roundpipeline import budget_sizes
+from pipelines.roundpipeline import (LINKS_PER_PAGE, MIN_PART_ROWS, budget_sizes, link_batch_size,
+                                      url_seen_buckets)
 from transforms.fetch import hostfetcher as fetcher_mod
 from transforms.fetch.hostjob import fetch_one_host
 from transforms.tableio import spill
@@ -91,6 +92,21 @@ def test_budget_sizes_follow_the_flag_not_the_round():
     assert small["ready_pages"] < default["ready_pages"]
     assert small["bucket_rows"] < default["bucket_rows"]
     assert small["link_batch"] <= default["link_batch"]
+
+
+@pytest.mark.parametrize("memory_mb", [64, 128, 256, 1024, 4096])
+@pytest.mark.parametrize("pages", [100, 5_000, 16_000, 50_000])
+def test_url_seen_parts_stay_few_whatever_the_budget(memory_mb, pages):
+    """URL-seen's shuffle carries one part per (link batch, bucket): a smaller budget means
+    more buckets, and its batches must grow with them, or the parts explode (169 x 70 once)."""
+    sizes = budget_sizes(memory_mb)
+    rows = {"frontier": 3 * pages, "visited": 5 * pages, "filtered": pages}
+    buckets = url_seen_buckets(rows, pages, sizes["bucket_rows"])
+    batch = link_batch_size(sizes["link_batch"], buckets)
+    assert batch >= sizes["link_batch"]
+    links = pages * LINKS_PER_PAGE
+    batches = -(-pages // batch)
+    assert batches * buckets <= links / MIN_PART_ROWS + buckets, (buckets, batch)
 
 
 class _FakeFetcher:
