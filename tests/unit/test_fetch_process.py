@@ -162,3 +162,47 @@ def test_on_the_runner_the_fetch_process_gives_the_pages_metrics_and_progress(ca
     err = capsys.readouterr().err.splitlines()
     lines = [line for line in err if line.startswith("fetch: ")]
     assert lines and all("/6 pages" in line for line in lines)
+
+
+def test_the_child_is_sent_a_window_of_hosts_not_the_whole_fetch_list():
+    """Jobs go one by one, at most `window(threads)` sent and not done at any time, so the
+    fetch process holds a few hosts' rows, not the round's fetch list; every host is done."""
+    from transforms.fetch.fetchproc import window
+
+    class Recording:
+        def __init__(self, conn, log):
+            self.conn, self.log = conn, log
+
+        def send(self, message):
+            self.log.append(("sent", message[0] if message else None))
+            self.conn.send(message)
+
+        def recv(self):
+            message = self.conn.recv()
+            self.log.append(("got", message[0]))
+            return message
+
+        def close(self):
+            self.conn.close()
+
+    with LocalServer({"/robots.txt": status(404), "*": page(b"<html>x</html>")}) as srv:
+        names = [f"w{i}.test" for i in range(13)]
+        cfg = loopback_config({n: srv for n in names}, delay_per_host=0)
+        jobs = [(f"{n}:{srv.port}", [{"url": f"http://{n}:{srv.port}/{j}", "fp": 100 * i + j}
+                                     for j in range(3)], None) for i, n in enumerate(names)]
+        proc = FetchProcess(cfg, 2).start()
+        assert proc.ready()
+        log = []
+        proc._conn = Recording(proc._conn, log)
+        done = [m[1] for m in proc.fetch(jobs) if m[0] == "done"]
+        proc.close()
+    assert sorted(done) == sorted(h for h, _, _ in jobs)
+    outstanding, most = 0, 0
+    for direction, kind in log:
+        if direction == "sent" and kind == "job":
+            outstanding += 1
+        elif direction == "got" and kind == "done":
+            outstanding -= 1
+        most = max(most, outstanding)
+    assert [k for d, k in log if d == "sent"].count("job") == len(jobs)
+    assert most <= window(2) < len(jobs)

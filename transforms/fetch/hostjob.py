@@ -48,6 +48,13 @@ def _release(result):
     result.body, result.http = b"", None
 
 
+def as_rows(rows):
+    """A host's fetch-list rows as dicts. A job carries them as the Arrow table they came in
+    (~0.2 KB a row) until its host is fetched: as dicts (~1 KB a row) a round's whole fetch
+    list was held in the round's process and again in the fetch process."""
+    return rows.to_pylist() if hasattr(rows, "to_pylist") else rows
+
+
 def fetch_one_host(fetcher_factory, host, rows, state_row, progress=None, on_page=None):
     """Fetch one host's rows; never raises: an internal error becomes transient results.
     `progress`: a progress.FetchProgress told of the host and of each result.
@@ -56,6 +63,7 @@ def fetch_one_host(fetcher_factory, host, rows, state_row, progress=None, on_pag
     the fetching thread) and the host keeps no body, so memory holds the pages in flight,
     not the host's whole round; the returned pages are then only those not handed over
     (none, unless the fetcher failed). Without it, every page is returned at the end."""
+    rows = as_rows(rows)
     state = fetcher_mod.HostState.from_row(state_row, host)
     # a revisit (incremental mode) carries the validators of its last visit: 304 if unchanged
     # a deep-web POST submission carries its method and body (transforms/fetch/post.py)

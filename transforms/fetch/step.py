@@ -132,11 +132,11 @@ class FetchHosts(beam.DoFn):
 
     def process(self, element, planned=0):
         host, joined = element
-        rows = []
-        for t in joined.get("urls", []):
-            rows.extend(t.to_pylist())
-        if not rows:
+        urls = [t for t in joined.get("urls", []) if t.num_rows]
+        if not urls:
             return ()
+        # the rows stay a table until the host is fetched (hostjob.as_rows)
+        rows = pa.concat_tables(urls, promote_options="default") if len(urls) > 1 else urls[0]
         if self._started is None:
             self._started = time.perf_counter()
             self._start_progress(planned)
