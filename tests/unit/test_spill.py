@@ -34,7 +34,8 @@ def test_damaged_spill_file_names_the_file(tmp_path):
 
 def test_spill_file_cut_short_reads_as_damaged_never_as_fewer_elements(tmp_path):
     path = tmp_path / "whole.spill"
-    elements = [{"i": i, "url": "http://h.test/%d" % i, "blob": bytes(range(256)) * (i % 5)} for i in range(400)]
+    elements = [{"i": i, "url": "http://h.test/%d" % i, "blob": bytes(range(256)) * (i % 5)}
+                for i in range(400)]
     spill.write_spill(str(path), [spill.encode(e) for e in elements])
     data = path.read_bytes()
     cut = tmp_path / "cut.spill"

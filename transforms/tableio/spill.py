@@ -117,8 +117,6 @@ def read_spill(path: str):
             frames = _frames(pa.CompressedInputStream(handle, CODEC))
             for payload in frames:
                 yield pickle.loads(payload)
-        except SpillReadError:
-            raise
         except Exception as e:
             raise _damaged(path, e) from e
 
