@@ -141,3 +141,20 @@ def fetch_metrics(result):
     got = result.metrics().query(MetricsFilter().with_namespace("fetch"))
     return ({c.key.metric.name: c.committed for c in got["counters"]},
             {d.key.metric.name: d.committed for d in got["distributions"]})
+
+
+def test_the_hosts_of_a_factory_share_one_resolver(monkeypatch):
+    """The --resolve map is read once per worker's factory, not once per fetched host (each
+    fetcher built two dicts of every mapped host), and it still resolves every host."""
+    from transforms.fetch.records import FetchConfig
+    calls = []
+    original = FetchConfig.resolve_map
+    monkeypatch.setattr(FetchConfig, "resolve_map", lambda self: (calls.append(1), original(self))[1])
+    with LocalServer({"/robots.txt": status(404), "*": page(b"<html>x</html>")}) as srv:
+        names = [f"r{i}.test" for i in range(3)]
+        factory = FetcherFactory(loopback_config({n: srv for n in names}))
+        fetched = [fetch_one_host(factory, f"{n}:{srv.port}", [{"url": f"http://{n}:{srv.port}/", "fp": i}],
+                                  None)[0] for i, n in enumerate(names)]
+        factory.close()
+    assert [p[0]["outcome"] for p in fetched] == [tables.OK] * 3
+    assert len(calls) == 1

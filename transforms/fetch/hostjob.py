@@ -7,6 +7,7 @@ from schemas import tables
 from transforms import faults
 from transforms.fetch import hostfetcher as fetcher_mod
 from transforms.fetch.deadlines import Deadlines
+from transforms.fetch.netguard import Resolver
 from transforms.urls import canonical as urls_mod
 
 # Frontier columns a fetched page carries forward into its visited row and its links.
@@ -125,12 +126,15 @@ def host_row_unchanged(host, state_row):
 
 class FetcherFactory:
     """Picklable factory so each thread builds its own HostFetcher (and session); the
-    fetchers share one deadline thread (connection.Deadlines), stopped by `close`."""
+    fetchers share one deadline thread (connection.Deadlines), stopped by `close`, and one
+    resolver (thread-safe): each fetcher built its own from --resolve/--resolve_file, two
+    dicts of every mapped host per fetched host."""
 
     def __init__(self, config, renderer=None):
         self.config = config
         self.renderer = renderer          # the worker's render.BrowserPool, or None
         self.deadlines = Deadlines()
+        self.resolver = Resolver(config.resolve_map())
 
     def __getstate__(self):
         return {"config": self.config, "renderer": self.renderer}
@@ -139,7 +143,8 @@ class FetcherFactory:
         self.__init__(state["config"], state["renderer"])
 
     def __call__(self):
-        return fetcher_mod.HostFetcher(self.config, renderer=self.renderer, deadlines=self.deadlines)
+        return fetcher_mod.HostFetcher(self.config, renderer=self.renderer, deadlines=self.deadlines,
+                                       resolver=self.resolver)
 
     def close(self):
         self.deadlines.close()
