@@ -206,3 +206,19 @@ def test_the_child_is_sent_a_window_of_hosts_not_the_whole_fetch_list():
         most = max(most, outstanding)
     assert [k for d, k in log if d == "sent"].count("job") == len(jobs)
     assert most <= window(2) < len(jobs)
+
+
+def test_fetch_list_rows_become_dicts_of_the_columns_a_fetch_reads():
+    """A job's rows stay Arrow until their host is fetched; then only the columns the fetch and
+    its pages use become Python objects (not a frontier row's anchors or history lists)."""
+    import pyarrow as pa
+
+    from transforms.fetch.hostjob import CARRIED, FETCH_COLUMNS, as_rows
+    table = pa.table({"fp": [1, 2], "url": ["http://a.test/1", "http://a.test/2"], "host": ["a.test"] * 2,
+                      "anchors": [["x"] * 50, ["y"]], "history": [[1.0, 2.0], []], "etag": ['"e1"', None]})
+    rows = as_rows(table)
+    assert rows == [{"fp": 1, "url": "http://a.test/1", "host": "a.test", "etag": '"e1"'},
+                    {"fp": 2, "url": "http://a.test/2", "host": "a.test", "etag": None}]
+    assert set(CARRIED) < set(FETCH_COLUMNS) and {"etag", "last_modified"} <= set(FETCH_COLUMNS)
+    dicts = [{"fp": 3, "url": "http://a.test/3", "anchors": ["z"]}]
+    assert as_rows(dicts) is dicts

@@ -49,11 +49,18 @@ def _release(result):
     result.body, result.http = b"", None
 
 
+# ... and the columns a fetch reads from its row (a revisit's validators)
+FETCH_COLUMNS = CARRIED + ("etag", "last_modified")
+
+
 def as_rows(rows):
-    """A host's fetch-list rows as dicts. A job carries them as the Arrow table they came in
-    (~0.2 KB a row) until its host is fetched: as dicts (~1 KB a row) a round's whole fetch
-    list was held in the round's process and again in the fetch process."""
-    return rows.to_pylist() if hasattr(rows, "to_pylist") else rows
+    """A host's fetch-list rows as dicts of the columns a fetch uses (FETCH_COLUMNS). A job
+    carries them as the Arrow table they came in (~0.2 KB a row) until its host is fetched:
+    as dicts of every frontier column (~1 KB a row, anchors and history lists included) a
+    round's whole fetch list was held in the round's process and again in the fetch process."""
+    if not hasattr(rows, "to_pylist"):
+        return rows
+    return rows.select([c for c in FETCH_COLUMNS if c in rows.column_names]).to_pylist()
 
 
 def fetch_one_host(fetcher_factory, host, rows, state_row, progress=None, on_page=None):
