@@ -20,9 +20,14 @@ class SingletonOr(beam.pvalue.AsSingleton):
         return dict(base, default=self.default_value)
 
 
+def side_input_of(combined, fn):
+    """The side input of `combined`, a `CombineGlobally(fn).without_defaults()` output: its
+    one value, or `fn`'s empty result when it has none (what `CombineGlobally(fn)` gives)."""
+    combine_fn = beam.CombineFn.maybe_from_callable(fn)
+    return SingletonOr(combined, combine_fn.extract_output(combine_fn.create_accumulator()))
+
+
 def combined_side_input(pcoll, label, fn):
     """The side input `AsSingleton(pcoll | label >> CombineGlobally(fn))` reads, the
     same value for an empty `pcoll` (`fn`'s empty result), with one stage fewer."""
-    combine_fn = beam.CombineFn.maybe_from_callable(fn)
-    default = combine_fn.extract_output(combine_fn.create_accumulator())
-    return SingletonOr(pcoll | label >> beam.CombineGlobally(combine_fn).without_defaults(), default)
+    return side_input_of(pcoll | label >> beam.CombineGlobally(fn).without_defaults(), fn)

@@ -13,7 +13,7 @@ from apache_beam.io.filesystems import FileSystems
 from schemas import tables
 from schemas.tables import FP_ONLY, ParquetReadError
 from transforms.tableio.files import read_row_groups
-from transforms.tableio.sideinput import combined_side_input
+from transforms.tableio.sideinput import combined_side_input, side_input_of
 from transforms.tableio.step import ReadView
 from transforms.urls.fpsets import FpIndex, sorted_union
 from transforms.urlseen.buckets import _np, _split_fps, _split_packed, unpack
@@ -188,15 +188,16 @@ class UrlSeen(beam.PTransform):
                       lambda t: _np(t.column("dst_fp"))),
                   inputs["filtered"] | "FilteredFps" >> beam.Map(lambda t: _np(t.column("fp"))))
                  | "AskedFps" >> beam.Flatten())
-        probe = combined_side_input(asked, "ProbeSet", sorted_union)
+        probe_set = asked | "ProbeSet" >> beam.CombineGlobally(sorted_union).without_defaults()
+        probe = side_input_of(probe_set, sorted_union)
         seen_hits = (inputs["seen"]
                      | "ProbeSeen" >> beam.ParDo(_ProbeSeen(self.signatures.values()), probe)
                      | "BucketSeenHits" >> beam.FlatMap(_split_kind_fps, b))
         frontier = inputs["frontier"]
         if self.frontier_view is not None:
-            # the asked fps and the results' (the union of unions: the probe set's fps too)
+            # the probe set (already one sorted array) and the results' fps
             touching = combined_side_input(
-                (asked, inputs["results"] | "ResultFps" >> beam.Map(lambda t: _np(t.column("fp"))))
+                (probe_set, inputs["results"] | "ResultFps" >> beam.Map(lambda t: _np(t.column("fp"))))
                 | "TouchingFps" >> beam.Flatten(), "TouchSet", sorted_union)
             frontier = asked.pipeline | "FrontierHits" >> ReadView(self.frontier_view, keys=touching)
         keyed = {
