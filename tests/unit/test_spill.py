@@ -14,11 +14,18 @@ from transforms.tableio import spill
 from transforms.tableio.step import Spill
 
 
+def _write(path, elements):
+    w = spill.SpillWriter(path)
+    for e in elements:
+        w.add(e)
+    return w.close()
+
+
 def test_spill_file_round_trip_and_discard(tmp_path):
     round_dir = tmp_path / "rounds" / "000001"
     path = str(round_dir / spill.DIRNAME / "links" / "a.spill")
     elements = [{"src": "http://a/", "dst": ["http://a/%d" % i for i in range(50)]}, b"x" * 1000, None, 7]
-    assert spill.write_spill(path, [spill.encode(e) for e in elements]) > 0
+    assert _write(path, elements) > 0
     assert list(spill.read_spill(path)) == elements
     assert spill.discard(str(round_dir)) is True
     assert not (round_dir / spill.DIRNAME).exists()
@@ -36,7 +43,7 @@ def test_spill_file_cut_short_reads_as_damaged_never_as_fewer_elements(tmp_path)
     path = tmp_path / "whole.spill"
     elements = [{"i": i, "url": "http://h.test/%d" % i, "blob": bytes(range(256)) * (i % 5)}
                 for i in range(400)]
-    spill.write_spill(str(path), [spill.encode(e) for e in elements])
+    _write(str(path), elements)
     data = path.read_bytes()
     cut = tmp_path / "cut.spill"
     for n in sorted({0, 3, len(spill.MAGIC), len(spill.MAGIC) + 1, len(data) // 3, len(data) // 2,

@@ -150,15 +150,17 @@ class FetchProcess:
         child dies on the way (then from `lost_host`)."""
         by_host = {host: (rows, state_row) for host, rows, state_row in jobs}
         received = {host: set() for host in by_host}
-        unsent, last_sent = collections.deque(jobs), []
+        unsent, last_sent = collections.deque(jobs), False
         finished = False
 
         def send_next():   # the next job, or ("last",) once they are all sent
-            if unsent:   # rows as dicts: a pickled Arrow table costs ~5x a list of dicts
+            nonlocal last_sent
+            if unsent:   # as dicts: the child only loads them (a 30-row table: 225 us to
+                # pickle and load, its dicts 27 us, converting it 201 us, done here)
                 host, rows, state_row = unsent.popleft()
                 self._conn.send(("job", host, as_rows(rows), state_row))
             elif not last_sent:
-                last_sent.append(True)
+                last_sent = True
                 self._conn.send(("last",))
 
         try:

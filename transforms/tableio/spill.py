@@ -56,15 +56,13 @@ class SpillWriter:
             handle.close()
             raise
 
-    def add_encoded(self, payload: bytes) -> int:
+    def add(self, element) -> int:
+        payload = encode(element)
         self._stream.write(struct.pack("<I", len(payload)))
         self._stream.write(payload)
         self.raw_bytes += 4 + len(payload)
         self.count += 1
         return self.raw_bytes
-
-    def add(self, element) -> int:
-        return self.add_encoded(encode(element))
 
     def close(self) -> int:
         self._stream.write(struct.pack("<IQ", END, self.count))
@@ -74,14 +72,6 @@ class SpillWriter:
     def abort(self):
         if not self._stream.closed:
             self._stream.close()
-
-
-def write_spill(path: str, payloads: list) -> int:
-    """Write `payloads` (bytes, one per element) to `path`; return their uncompressed size."""
-    w = SpillWriter(path)
-    for p in payloads:
-        w.add_encoded(p)
-    return w.close()
 
 
 def _frames(stream):
