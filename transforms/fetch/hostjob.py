@@ -55,8 +55,8 @@ FETCH_COLUMNS = CARRIED + ("etag", "last_modified")
 
 def as_rows(rows):
     """A host's fetch-list rows as dicts of the columns a fetch uses (FETCH_COLUMNS). A job
-    carries them as the Arrow table they came in (~0.2 KB a row) until its host is fetched:
-    as dicts of every frontier column (~1 KB a row, anchors and history lists included) a
+    carries them as the Arrow table they came in (~0.3 KB a row) until its host is fetched:
+    as dicts of every frontier column (~1.5 KB a row, anchors and history lists included) a
     round's whole fetch list was held in the round's process and again in the fetch process."""
     if not hasattr(rows, "to_pylist"):
         return rows
