@@ -30,11 +30,32 @@ def test_deadlines_fire_in_time_order_and_cancelled_ones_never():
 
 
 def test_many_cancelled_deadlines_do_not_pile_up():
+    """Cancelled entries behind a live one never surface; the periodic rebuild drops them."""
     d = Deadlines()
     far = time.monotonic() + 3600
+    live = _Probe()
+    d.add(far, live)
     for _ in range(5000):
-        d.cancel(d.add(far, _Probe()))
-    assert len(d._heap) < 2100       # rebuilt once cancelled entries dominate
+        d.cancel(d.add(far + 1, _Probe()))
+    deadline = time.monotonic() + 10
+    while not d._inbox.empty() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.05)
+    assert len(d._heap) <= Deadlines.REBUILD_EVERY + 1
+    assert live.at is None
+    d.close()
+
+
+def test_a_deadline_added_after_close_still_fires():
+    """`close` stops the thread; the next `add` starts one again (a factory reused)."""
+    d = Deadlines()
+    first = _Probe()
+    d.add(time.monotonic() + 0.01, first)
+    assert first.event.wait(5)
+    d.close()
+    again = _Probe()
+    d.add(time.monotonic() + 0.01, again)
+    assert again.event.wait(5)
     d.close()
 
 

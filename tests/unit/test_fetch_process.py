@@ -178,9 +178,9 @@ def test_the_child_is_sent_a_window_of_hosts_not_the_whole_fetch_list():
             self.conn.send(message)
 
         def recv(self):
-            message = self.conn.recv()
-            self.log.append(("got", message[0]))
-            return message
+            batch = self.conn.recv()
+            self.log.extend(("got", message[0]) for message in batch)
+            return batch
 
         def close(self):
             self.conn.close()
@@ -222,3 +222,59 @@ def test_fetch_list_rows_become_dicts_of_the_columns_a_fetch_reads():
     assert set(CARRIED) < set(FETCH_COLUMNS) and {"etag", "last_modified"} <= set(FETCH_COLUMNS)
     dicts = [{"fp": 3, "url": "http://a.test/3", "anchors": ["z"]}]
     assert as_rows(dicts) is dicts
+
+
+class _SlowPipe:
+    """A pipe end whose `send` waits for `opened`, recording each batch sent."""
+
+    def __init__(self):
+        import threading
+        self.opened, self.batches = threading.Event(), []
+
+    def send(self, batch):
+        self.opened.wait(10)
+        self.batches.append(list(batch))
+
+
+def test_the_outbox_sends_what_queued_meanwhile_as_one_batch_in_order():
+    """While the pipe is busy the fetch threads' messages queue; the next send takes all of
+    them at once (one wake-up of the parent for many pages), in the order they were put."""
+    from transforms.fetch.fetchproc import Outbox
+    pipe = _SlowPipe()
+    box = Outbox(pipe, 16)
+    for i in range(10):
+        box.put(("page", "h", {"fp": i, "body": b"x"}))
+    pipe.opened.set()
+    deadline = time.monotonic() + 10
+    while sum(map(len, pipe.batches)) < 10 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [m[2]["fp"] for b in pipe.batches for m in b] == list(range(10))
+    assert len(pipe.batches) <= 2          # the first message alone, then the nine queued behind it
+
+
+def test_the_outbox_holds_at_most_its_slots_and_cuts_batches_by_bytes():
+    """A pipe that does not drain stops the fetch threads after `slots` messages (memory holds
+    that many pages, not a host's round); bodies over BATCH_BYTES go in several sends."""
+    import threading
+
+    from transforms.fetch.fetchproc import BATCH_BYTES, Outbox
+    pipe = _SlowPipe()
+    box = Outbox(pipe, 4)
+    put = []
+
+    def producer():
+        for i in range(6):
+            box.put(("page", "h", {"fp": i, "body": b"x" * (BATCH_BYTES // 2)}))
+            put.append(i)
+
+    t = threading.Thread(target=producer, daemon=True)
+    t.start()
+    time.sleep(0.3)
+    assert len(put) == 4                   # the fifth waits for a slot
+    pipe.opened.set()
+    t.join(10)
+    deadline = time.monotonic() + 10
+    while sum(map(len, pipe.batches)) < 6 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [m[2]["fp"] for b in pipe.batches for m in b] == list(range(6))
+    assert all(len(b) <= 2 for b in pipe.batches)   # 2 half-budget bodies fill a batch

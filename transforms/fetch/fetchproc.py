@@ -11,8 +11,9 @@ rows, state_row)` (longest first, as given), keeping at most `window(threads)` o
 and not done, then `("last",)`; the child fetches them on its threads with
 `hostjob.fetch_one_host` and sends, in the order they happen: `("host", host)` when a host
 starts, `("page", host, page)` as each fetch ends, `("done", host, result)` behind a host's
-last page, and `("end",)` once the last job is done. A full pipe makes the fetch threads
-wait, so memory holds the pages in flight, as in the round's process; the window keeps the
+last page, and `("end",)` once the last job is done, several to a pipe message (`Outbox`).
+A full pipe makes the fetch threads wait, so memory holds the pages in flight, as in the
+round's process; the window keeps the
 child from holding the round's whole fetch list (sent at once, it grew the fetch process by
 ~26 MB in a 16 000-page round).
 
@@ -29,6 +30,7 @@ import collections
 import concurrent.futures as cf
 import logging
 import os
+import queue
 import threading
 
 from transforms import faults
@@ -41,21 +43,66 @@ log = logging.getLogger(__name__)
 
 # ------------------------------------------------------------------ the child
 
+BATCH_BYTES = 1 << 20   # a batch of messages is cut at this many bytes of bodies
+
+
+def _bytes(message) -> int:
+    """The bytes a message's page carries (its body and the like); 0 for other messages."""
+    if message[0] != "page":
+        return 0
+    return sum(len(v) for v in message[2].values() if isinstance(v, (bytes, str)))
+
+
+class Outbox:
+    """The fetch threads' messages to the parent, sent by one thread in batches.
+
+    With every fetch thread sending its own pages under a lock, 32 threads queued for it
+    (half their time, by py-spy) and the parent woke once per page: the lock's holder, preempted
+    or waiting for the interpreter lock, held up all the others. Here a thread takes a slot
+    and queues its message (`queue.SimpleQueue`: no Python-level lock, no wake-up unless the
+    sender sleeps); the sender sends whatever is queued as one list, up to `slots` messages
+    or `BATCH_BYTES` of bodies. Messages keep their order. At most `slots` messages wait
+    (a full pipe makes `put` block), so memory holds about as many pages as before: one per
+    fetch thread. If the parent is gone the process exits: nobody would record the pages.
+    """
+
+    def __init__(self, conn, slots: int):
+        self._conn, self._slots = conn, max(2, slots)
+        self._queue, self._free = queue.SimpleQueue(), queue.SimpleQueue()
+        for _ in range(self._slots):
+            self._free.put(None)
+        threading.Thread(target=self._run, name="fetch-outbox", daemon=True).start()
+
+    def put(self, message) -> None:
+        self._free.get()
+        self._queue.put(message)
+
+    def _run(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            size = _bytes(batch[0])
+            while size < BATCH_BYTES:
+                try:
+                    message = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                batch.append(message)
+                size += _bytes(message)
+            try:
+                self._conn.send(batch)
+            except (OSError, ValueError):   # the parent is gone
+                os._exit(0)
+            for _ in batch:
+                self._free.put(None)
+
+
 def serve(conn, config, threads):
     """The child's loop: bundles of jobs in, their pages and results out, until None."""
     if os.environ.get(faults.ENV) == "fetch":
         os.environ.pop(faults.ENV)          # the parent crashes instead (module docstring)
     factory = FetcherFactory(config, None)
     pool = cf.ThreadPoolExecutor(threads, thread_name_prefix="fetch")
-    lock = threading.Lock()
-
-    def send(message):
-        try:
-            with lock:
-                conn.send(message)
-        except (OSError, ValueError):   # the parent is gone: nobody would record what is fetched
-            os._exit(0)
-
+    send = Outbox(conn, threads).put
     def one(host, rows, state_row):
         send(("host", host))
         try:
@@ -167,20 +214,20 @@ class FetchProcess:
             for _ in range(window(self.threads)):
                 send_next()
             while True:
-                message = self._conn.recv()
-                kind = message[0]
-                if kind == "end":
-                    finished = True
-                    return
-                if kind == "page":
-                    received[message[1]].add(message[2]["fp"])
-                elif kind == "done":
-                    del by_host[message[1]]
-                    send_next()   # before the host's outputs go downstream
+                for message in self._conn.recv():
+                    kind = message[0]
+                    if kind == "end":
+                        finished = True
+                        return
+                    if kind == "page":
+                        received[message[1]].add(message[2]["fp"])
+                    elif kind == "done":
+                        del by_host[message[1]]
+                        send_next()   # before the host's outputs go downstream
+                        yield message
+                        faults.crash_point("fetch")
+                        continue
                     yield message
-                    faults.crash_point("fetch")
-                    continue
-                yield message
         except (EOFError, OSError) as e:
             finished = True
             self._break(e)
