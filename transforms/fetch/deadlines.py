@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import collections
 import heapq
 import itertools
 import queue
@@ -18,19 +19,24 @@ class Deadlines:
 
     A timer thread per request costs each request a thread start, which waits for the new
     thread to take the interpreter lock: under a busy round that wait, not the network, set
-    the pace of a host's sequential fetch. Here a request only puts its deadline in an inbox
-    (a `queue.SimpleQueue`, which takes no Python-level lock) and a cancel only clears the
-    entry: with 32 fetch threads a shared `threading.Condition` around a heap made them
-    queue for it (a third of their time, by py-spy), its holder preempted while holding it.
-    The thread alone owns the heap; cancelled entries are dropped when they surface, and the
-    heap is rebuilt every `REBUILD_EVERY` additions so they never pile up.
-    Thread-safe; the thread starts with the first deadline and stops on `close`.
+    the pace of a host's sequential fetch. A shared `threading.Condition` around a heap made
+    32 fetch threads queue for it (a third of their time, by py-spy), and waking the thread
+    per request costs a context switch per request. Here a request only appends its entry
+    to a deque and a cancel only clears it (each one step, atomic under the interpreter
+    lock); the thread, which alone owns the heap, takes the new entries every `TICK` seconds
+    while any deadline is pending, so a deadline fires at most `TICK` late. With nothing
+    pending it sleeps until an `add` wakes it. Cancelled entries are dropped when they surface,
+    and the heap is rebuilt every `REBUILD_EVERY` additions so they never pile up.
+    The thread starts with the first deadline and stops on `close`.
     """
 
+    TICK = 0.05
     REBUILD_EVERY = 1024
 
     def __init__(self):
-        self._inbox = queue.SimpleQueue()
+        self._new: collections.deque = collections.deque()
+        self._wake = queue.SimpleQueue()    # a token: an entry came while the thread slept
+        self._idle = False
         self._heap: list = []
         self._seq = itertools.count()
         self._lock = threading.Lock()       # only to start and stop the thread
@@ -47,7 +53,10 @@ class Deadlines:
                     self._thread = threading.Thread(target=self._run, name="fetch-deadlines",
                                                     daemon=True)
                     self._thread.start()
-        self._inbox.put(entry)
+        self._new.append(entry)
+        if self._idle:
+            self._idle = False
+            self._wake.put(True)
         return entry
 
     @staticmethod
@@ -57,29 +66,13 @@ class Deadlines:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-        self._inbox.put(None)
+        self._wake.put(None)
 
     def _run(self) -> None:
-        heap, inbox, added = self._heap, self._inbox, 0
+        heap, new, added = self._heap, self._new, 0
         while True:
-            while heap and heap[0][2] is None:
-                heapq.heappop(heap)
-            try:
-                if not heap:
-                    item = inbox.get()
-                else:
-                    wait = heap[0][0] - time.monotonic()
-                    item = inbox.get(timeout=wait) if wait > 0 else inbox.get_nowait()
-            except queue.Empty:
-                item = ()
-            if item is None:
-                with self._lock:
-                    if self._closed:          # else an `add` came after the close: go on
-                        self._thread = None
-                        return
-                continue
-            if item:
-                heapq.heappush(heap, item)
+            while new:
+                heapq.heappush(heap, new.popleft())
                 added += 1
                 if added % self.REBUILD_EVERY == 0:
                     heap[:] = [e for e in heap if e[2] is not None]
@@ -93,6 +86,21 @@ class Deadlines:
                     due.append(watchdog)
             for watchdog in due:
                 watchdog.fire()
+            if heap:
+                wait = min(self.TICK, max(0.0, heap[0][0] - time.monotonic()))
+            else:
+                self._idle = True
+                wait = None if not new else 0.0
+            try:
+                token = self._wake.get(timeout=wait) if wait != 0.0 else self._wake.get_nowait()
+            except queue.Empty:
+                token = True
+            self._idle = False
+            if token is None:
+                with self._lock:
+                    if self._closed:          # else an `add` came after the close: go on
+                        self._thread = None
+                        return
 
 
 class Watchdog:
