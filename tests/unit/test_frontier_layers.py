@@ -110,3 +110,26 @@ def test_pruning_keeps_every_layer_a_kept_view_reads(crawl, tmp_path):
     assert _view(crawl, 5) == {9: 5} and _view(crawl, 4) == {8: 4}
     assert crawl.pruned(3, "frontier") and not crawl.pruned(4)
     assert not list((tmp_path / "rounds" / "000003" / "frontier_removed").glob("*.parquet"))
+
+
+def test_the_round_reads_the_same_view_and_carries_no_delta_keys(crawl, tmp_path):
+    """ReadView (the round's reader) gives read_table's view; the DeltaIndex is read in the
+    DoFn's setup, so the pickled DoFn Beam compresses per translation does not grow with the
+    keys the deltas mention (millions in a large crawl)."""
+    import apache_beam as beam
+    from apache_beam.internal import pickler
+    from apache_beam.testing.test_pipeline import TestPipeline
+    from apache_beam.testing.util import assert_that, equal_to
+
+    from transforms.tableio.step import ReadView, ViewSpec, _ReadLayer
+    spec = ViewSpec([(f, r) for _, f, r in crawl.view_layers("frontier", 2)], tables.FRONTIER)
+    with TestPipeline() as p:
+        rows = (p | ReadView(spec, columns=["fp", "depth"])
+                | beam.FlatMap(lambda t: zip(t.column("fp").to_pylist(), t.column("depth").to_pylist())))
+        assert_that(rows, equal_to(list(_view(crawl, 2).items())))
+    big = tmp_path / "big"
+    _round(big, 0, _frontier([1], 0))
+    _round(big, 1, _frontier(list(range(2, 50002)), 1), removed=[1], delta=True)
+    big_spec = ViewSpec([(f, r) for _, f, r in CrawlDir(str(big)).view_layers("frontier", 1)], tables.FRONTIER)
+    small, large = (len(pickler.dumps(_ReadLayer(s, None, "in"))) for s in (spec, big_spec))
+    assert large < small + 1000

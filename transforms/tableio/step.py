@@ -96,11 +96,11 @@ class ReadTables(beam.PTransform):
 
 class ViewSpec:
     """A layered table's view to read (transforms.tableio.layers): its layers [(files,
-    removed files)], schema, key, and the DeltaIndex (read once, here, at construction)."""
+    removed files)], schema and key. The reading DoFn reads the deltas' DeltaIndex in `setup`:
+    Beam bz2-compresses a DoFn per translation, and the index can hold millions of keys."""
 
     def __init__(self, layers, schema, key="fp"):
         self.layers, self.schema, self.key = [(list(f), list(r)) for f, r in layers], schema, key
-        self.index = DeltaIndex.read(self.layers, key)
 
     def files(self):
         return [(path, j) for j, (files, _) in enumerate(self.layers) for path in files]
@@ -112,8 +112,11 @@ class _ReadLayer(beam.DoFn):
     read first: a row group with no row to keep is not read further."""
 
     def __init__(self, spec, columns, keep):
-        self.index, self.key, self.keep = spec.index, spec.key, keep
+        self.layers, self.key, self.keep = spec.layers, spec.key, keep
         self.schema = _subschema(spec.schema, columns)
+
+    def setup(self):
+        self.index = DeltaIndex.read(self.layers, self.key)
 
     def process(self, element, keys=None):
         path, layer = element
