@@ -158,9 +158,7 @@ class ReadView(beam.PTransform):
 
 PARQUET_CODEC = "zstd"
 ROW_GROUP_ROWS = 64 * 1024
-# Beam metric (a distribution, in microseconds) of the time spent encoding and writing
-# table files; the round adds it to its report's time split as "write".
-WRITE_METRIC = ("beamcrawl", "write_micros")
+WRITE_METRIC = ("beamcrawl", "write_micros")   # µs encoding+writing tables: the report's "write"
 
 
 class RowsToTables(beam.PTransform):
