@@ -34,6 +34,7 @@ from strategies.recrawl import get_policy
 from strategies.partition import get_partitioner
 from transforms.fetch import netguard
 from transforms.fetch import render as render_mod
+from transforms.fetch.fetchproc import fetch_processes
 from transforms.fetch.records import FetchConfig
 from transforms.fetch.renderpolicy import RenderConfig
 from transforms.page.fate import PageConfig
@@ -290,7 +291,7 @@ class RoundConfig:
     recrawl: RecrawlConfig | None = None   # --mode and the revisit settings (issue #13)
     shard: ShardConfig | None = None    # a sharded crawl's shard and partitioner
     page_processes: int = 0     # worker processes for the page step (transforms.page.pool)
-    fetch_process: bool = False  # the fetch threads in a child process (transforms.fetch.fetchproc)
+    fetch_processes: int = 0     # child processes the fetch threads run in (transforms.fetch.fetchproc)
     memory_mb: int = 1024               # --memory_mb: the round's memory budget (roundpipeline)
 
     @property
@@ -324,8 +325,7 @@ class RoundConfig:
             fetch=fetch, fetch_threads=int(s["fetch_threads"]), sitemaps=bool(s["sitemaps"]),
             page_processes=(auto_processes() if s.get("page_processes", "auto") == "auto"
                             else int(s["page_processes"])),
-            fetch_process=(auto_processes() > 0 if s.get("fetch_process", "auto") == "auto"
-                           else s["fetch_process"] == "true"),
+            fetch_processes=fetch_processes(s.get("fetch_process", "auto")),
             scope=scope,
             page=PageConfig(round_no=round_no, now=now, url_filter=scope,
                             max_retries=int(s["max_retries"]), retry_backoff=float(s["retry_backoff"]),

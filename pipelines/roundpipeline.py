@@ -209,7 +209,7 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
         # Fetch: one element per host, each host sequentially with its delay
         fetched = {"fetch_list": fetch_list, "hosts": hosts} | "Fetch" >> Fetch(
             cfg.fetch, cfg.fetch_threads, cfg.sitemaps, cfg.scope, cfg.progress_seconds,
-            sizes["ready_pages"], cfg.fetch_process)
+            sizes["ready_pages"], cfg.fetch_processes)
         # Page: each fetched page's fate (visited row, links, filtered, stored body)
         # (the round's link bundles wait for content-seen, and its visited rows for their
         # host's template, in spill files, not in memory)

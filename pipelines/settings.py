@@ -175,9 +175,10 @@ ROUND_SETTINGS = {s.name: s for s in [
     S("page_processes", str, "auto", "fetching", "Processes parsing a worker's pages beside its fetch "
       "threads (rounds of over 256 pages); auto = cores - 1, 0 = parse in the fetching process.",
       lambda v: None if v == "auto" or v.isdigit() else "must be auto or a whole number ≥ 0"),
-    S("fetch_process", str, "auto", "fetching", "Fetch threads in a process of their own (rounds of "
-      "256+ URLs; not with --render); auto = where there are 2+ cores.",
-      lambda v: None if v in ("auto", "true", "false") else "must be auto, true or false"),
+    S("fetch_process", str, "auto", "fetching", "Processes the fetch threads run in, divided among them "
+      "(rounds of 256+ URLs; not with --render); true = 1, false = 0 (in the round's process); auto = 2 "
+      "where there are 2+ cores.", lambda v: None if v in ("auto", "true", "false") or v.isdigit()
+      else "must be auto, true, false or a whole number ≥ 0"),
     S("progress_seconds", float, 5.0, "fetching", "While a round fetches, a progress line on "
       "stderr every this many seconds (a live bar where stderr is a terminal); 0 = none.",
       at_least(0, " s")),

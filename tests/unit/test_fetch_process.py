@@ -37,8 +37,8 @@ def test_the_fetch_process_gives_the_same_pages_and_host_rows_as_the_round_proce
         cfg = loopback_config({n: srv for n in names}, delay_per_host=0)
         used = {}
         in_child = fetch_hosts(iter(_jobs(srv, names)), cfg, 4, planned=18, used=used,
-                               process=True, min_pages=1)
-        here = fetch_hosts(iter(_jobs(srv, names)), cfg, 4, planned=18, process=False)
+                               processes=1, min_pages=1)
+        here = fetch_hosts(iter(_jobs(srv, names)), cfg, 4, planned=18, processes=0)
     assert used["process"] is not None and used["process"].broken is None   # it did run in the child
     assert _comparable(in_child) == _comparable(here)
     outcomes = sorted(p["outcome"] for _, pages, _ in in_child for p in pages)
@@ -49,7 +49,7 @@ def test_small_rounds_do_not_start_a_fetch_process():
     with LocalServer(ROUTES) as srv:
         cfg = loopback_config({"h0.test": srv}, delay_per_host=0)
         used = {}
-        fetch_hosts(iter(_jobs(srv, ["h0.test"])), cfg, 2, planned=6, used=used, process=True, min_pages=256)
+        fetch_hosts(iter(_jobs(srv, ["h0.test"])), cfg, 2, planned=6, used=used, processes=1, min_pages=256)
     assert used["process"] is None
 
 
@@ -150,7 +150,7 @@ def test_on_the_runner_the_fetch_process_gives_the_pages_metrics_and_progress(ca
         p = beam.Pipeline(runner=fn_runner.FnApiRunner())
         pages = (p | beam.Create([(host, {"urls": [rows], "state": []})])
                  | beam.ParDo(FetchHosts(cfg, threads=2, sitemaps=False, progress_seconds=0.05,
-                                         process=True, min_pages=1), planned=len(paths)))
+                                         processes=1, min_pages=1), planned=len(paths)))
         assert_that(pages | beam.Map(lambda pg: (pg["url"].rsplit("/", 1)[1], pg["outcome"])),
                     equal_to([(x, "http_error" if x == "gone" else OK) for x in paths]))
         result = p.run()
@@ -278,3 +278,146 @@ def test_the_outbox_holds_at_most_its_slots_and_cuts_batches_by_bytes():
         time.sleep(0.01)
     assert [m[2]["fp"] for b in pipe.batches for m in b] == list(range(6))
     assert all(len(b) <= 2 for b in pipe.batches)   # 2 half-budget bodies fill a batch
+
+
+def _slow_jobs(srv, names, per_host=20):
+    return [(f"{n}:{srv.port}", [{"url": f"http://{n}:{srv.port}/{j}", "fp": 1000 * i + j}
+                                 for j in range(per_host)], None) for i, n in enumerate(names)]
+
+
+def test_a_fleet_gives_the_same_pages_and_host_rows_as_the_round_process():
+    """Two fetch processes share the bundle's jobs: the same pages and host rows as fetching
+    in the round's process, and both children fetched some of the hosts."""
+    from transforms.fetch.fetchproc import FetchFleet
+    with LocalServer(ROUTES) as srv:
+        names = [f"f{i}.test" for i in range(6)]
+        cfg = loopback_config({n: srv for n in names}, delay_per_host=0)
+        used = {}
+        in_fleet = fetch_hosts(iter(_jobs(srv, names)), cfg, 2, planned=36, used=used,
+                               processes=2, min_pages=1)
+        here = fetch_hosts(iter(_jobs(srv, names)), cfg, 2, planned=36, processes=0)
+        assert isinstance(used["process"], FetchFleet) and used["process"].broken is None
+        assert _comparable(in_fleet) == _comparable(here)
+        fleet = FetchFleet(cfg, 2, 2).start()
+        assert fleet.ready()
+        hosts_of = []
+        for child in fleet.children:
+            log = []
+            child._conn = _Recording(child._conn, log)
+            hosts_of.append(log)
+        done = [m[1] for m in fleet.fetch(_slow_jobs(srv, names, 3)) if m[0] == "done"]
+        fleet.close()
+    assert sorted(done) == sorted(f"{n}:{srv.port}" for n in names)
+    assert all(("sent", "job") in log for log in hosts_of)        # both children took jobs
+
+
+class _Recording:
+    def __init__(self, conn, log):
+        self.conn, self.log = conn, log
+
+    def send(self, message):
+        self.log.append(("sent", message[0] if message else None))
+        self.conn.send(message)
+
+    def recv(self):
+        return self.conn.recv()
+
+    def close(self):
+        self.conn.close()
+
+
+def test_when_a_child_of_a_fleet_dies_the_others_take_its_jobs_and_nothing_is_lost():
+    """One of two children killed mid-bundle: its hosts' URLs not received come back transient,
+    the jobs it had not taken are fetched by the other child, every host gets its "done"."""
+    from transforms.fetch.fetchproc import FetchFleet
+    with LocalServer({"/robots.txt": status(404), "*": page(b"<html>slow</html>")}) as srv:
+        names = [f"k{i}.test" for i in range(8)]
+        cfg = loopback_config({n: srv for n in names}, delay_per_host=0.02)
+        jobs = _slow_jobs(srv, names)
+        fleet = FetchFleet(cfg, 2, 2).start()
+        assert fleet.ready()
+        victim = fleet.children[0]
+        pages, done = [], {}
+        for message in fleet.fetch(jobs):
+            if message[0] == "page":
+                pages.append(message[2])
+                if len(pages) == 3:
+                    victim._proc.kill()
+            elif message[0] == "done":
+                done[message[1]] = message[2]
+        assert set(done) == {h for h, _, _ in jobs}
+        leftovers = [p for result in done.values() for p in result[0]]
+        assert sorted(p["fp"] for p in pages + leftovers) == sorted(r["fp"] for _, rows, _ in jobs for r in rows)
+        assert all(p["outcome"] == TRANSIENT for p in leftovers)
+        assert len(leftovers) < sum(len(rows) for _, rows, _ in jobs) // 2   # the other child went on
+        assert victim.broken and fleet.ready() and fleet.broken
+        fleet.close()
+
+
+def test_when_every_child_of_a_fleet_dies_the_jobs_left_come_back_transient():
+    from transforms.fetch.fetchproc import FetchFleet
+    with LocalServer({"/robots.txt": status(404), "*": page(b"<html>slow</html>")}) as srv:
+        names = [f"z{i}.test" for i in range(12)]
+        cfg = loopback_config({n: srv for n in names}, delay_per_host=0.05)
+        jobs = _slow_jobs(srv, names)
+        fleet = FetchFleet(cfg, 2, 2).start()
+        assert fleet.ready()
+        pages, done = [], {}
+        for message in fleet.fetch(jobs):
+            if message[0] == "page":
+                pages.append(message[2])
+                if len(pages) == 2:
+                    for child in fleet.children:
+                        child._proc.kill()
+            elif message[0] == "done":
+                done[message[1]] = message[2]
+        assert set(done) == {h for h, _, _ in jobs}
+        leftovers = [p for result in done.values() for p in result[0]]
+        assert sorted(p["fp"] for p in pages + leftovers) == sorted(r["fp"] for _, rows, _ in jobs for r in rows)
+        assert not fleet.ready()
+        fleet.close()
+
+
+def test_a_bundle_that_stops_reading_stops_every_child_of_a_fleet():
+    from transforms.fetch.fetchproc import FetchFleet
+    with LocalServer({"/robots.txt": status(404), "*": page(b"<html>x</html>")}) as srv:
+        names = ["s0.test", "s1.test", "s2.test"]
+        cfg = loopback_config({n: srv for n in names}, delay_per_host=0.05)
+        fleet = FetchFleet(cfg, 4, 2).start()
+        assert fleet.ready()
+        procs = [c._proc for c in fleet.children]
+        stream = fleet.fetch(_slow_jobs(srv, names, 40))
+        assert next(stream)[0] == "host"
+        started = time.monotonic()
+        stream.close()
+        deadline = time.monotonic() + 5
+        while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(p.is_alive() for p in procs) and time.monotonic() - started < 5
+        assert not fleet.ready()
+
+
+def test_fetch_process_counts():
+    from transforms.fetch.fetchproc import fetch_processes
+    assert [fetch_processes(v, cores=4) for v in ("auto", "true", "false", "3", "0")] == [2, 1, 0, 3, 0]
+    assert fetch_processes("auto", cores=1) == 0
+
+
+def test_a_bug_in_a_fleets_reader_fails_the_bundle_instead_of_hanging_it():
+    import pytest
+
+    from transforms.fetch.fetchproc import FetchFleet
+    with LocalServer({"/robots.txt": status(404), "*": page(b"<html>x</html>")}) as srv:
+        names = ["b0.test", "b1.test"]
+        cfg = loopback_config({n: srv for n in names}, delay_per_host=0.05)
+        fleet = FetchFleet(cfg, 2, 2).start()
+        assert fleet.ready()
+
+        def broken(jobs):
+            raise RuntimeError("a bug")
+            yield
+        fleet.children[1].fetch = broken
+        with pytest.raises(RuntimeError, match="a bug"):
+            list(fleet.fetch(_slow_jobs(srv, names, 20)))
+        assert not fleet.children[0]._proc or not fleet.children[0]._proc.is_alive()
+        fleet.close()

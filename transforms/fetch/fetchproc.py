@@ -1,4 +1,4 @@
-"""A worker's fetch threads in a process of their own (`--fetch_process`; pure: no Beam).
+"""A worker's fetch threads in processes of their own (`--fetch_process`; pure: no Beam).
 
 In the round's process the fetch threads share one interpreter lock with the Beam stages
 fused behind the fetch (handing pages to the page workers, emitting outputs, parsing the
@@ -17,9 +17,13 @@ round's process; the window keeps the
 child from holding the round's whole fetch list (sent at once, it grew the fetch process by
 ~26 MB in a 16 000-page round).
 
+`FetchFleet` runs several such children (the threads divided among them) on one bundle:
+each takes its next job from one shared queue (`FetchProcess.fetch` on a deque).
+
 Nothing is lost if the child dies (a crash, the OOM killer): each host without its "done"
 gets its rows not yet received as transient results (retried next round) and its old host
-row (`lost_host`). Later bundles fetch in the parent's process, after one warning.
+row (`lost_host`). Later bundles fetch in the other children or, with none left, in the
+parent's process, after one warning.
 
 `BEAMCRAWL_CRASH_AT=fetch` (transforms.faults) kills the round's process, as without a fetch
 process: the child does not crash itself, the parent crashes on the host's "done".
@@ -136,6 +140,18 @@ def serve(conn, config, threads):
 
 # ------------------------------------------------------------------ the parent
 
+def fetch_processes(value: str, cores: int | None = None) -> int:
+    """`--fetch_process`: a number of fetch processes, true (1), false (0, the round's own
+    process), or auto: 2 where there are 2+ cores (`FetchFleet` says why), else 0."""
+    if value == "auto":
+        if cores is None:
+            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        return 2 if (cores or 1) >= 2 else 0
+    if value in ("true", "false"):
+        return int(value == "true")
+    return int(value)
+
+
 def window(threads):
     """Jobs sent to the child and not done, at most: enough to keep its threads busy."""
     return 4 * max(1, threads)
@@ -188,23 +204,32 @@ class FetchProcess:
     def _break(self, error):
         if self.broken is None:
             self.broken = f"{type(error).__name__}: {error}"
-            log.warning("the fetch process stopped (%s); fetching in the round's process from now "
-                        "on (--fetch_process false does so from the start).", self.broken)
+            log.warning("a fetch process stopped (%s); the other fetch processes, or with none left "
+                        "the round's process, fetch from now on (--fetch_process false fetches in "
+                        "the round's process from the start).", self.broken)
 
     def fetch(self, jobs):
         """Fetch a bundle's jobs in the child. Yields `("host", host)`, `("page", host, page)`
         and `("done", host, result)` as they happen; every job gets its "done", also when the
-        child dies on the way (then from `lost_host`)."""
-        by_host = {host: (rows, state_row) for host, rows, state_row in jobs}
-        received = {host: set() for host in by_host}
-        unsent, last_sent = collections.deque(jobs), False
-        finished = False
+        child dies on the way (then from `lost_host`).
+
+        `jobs` is a list, or a deque the fetch processes of a `FetchFleet` share: each takes
+        its next job from it, and a child that dies leaves the jobs not taken to the others."""
+        shared = isinstance(jobs, collections.deque)
+        unsent = jobs if shared else collections.deque(jobs)
+        by_host = {}                     # the jobs sent and not done
+        received = collections.defaultdict(set)
+        last_sent = finished = False
 
         def send_next():   # the next job, or ("last",) once they are all sent
             nonlocal last_sent
-            if unsent:   # as dicts: the child only loads them (a 30-row table: 225 us to
-                # pickle and load, its dicts 27 us, converting it 201 us, done here)
-                host, rows, state_row = unsent.popleft()
+            try:
+                host, rows, state_row = unsent.popleft()   # (atomic: the fleet's threads share it)
+            except IndexError:
+                host = None
+            if host is not None:   # as dicts: the child only loads them (a 30-row table: 225 us
+                # to pickle and load, its dicts 27 us, converting it 201 us, done here)
+                by_host[host] = (rows, state_row)
                 self._conn.send(("job", host, as_rows(rows), state_row))
             elif not last_sent:
                 last_sent = True
@@ -232,7 +257,11 @@ class FetchProcess:
             finished = True
             self._break(e)
             self.close(kill=True)
-            for host, (rows, state_row) in list(by_host.items()):
+            lost = list(by_host.items())
+            while unsent and not shared:
+                host, rows, state_row = unsent.popleft()
+                lost.append((host, (rows, state_row)))
+            for host, (rows, state_row) in lost:
                 yield "done", host, lost_host(host, rows, state_row, received[host], self.broken)
         finally:
             if not finished:   # the bundle stopped reading (it failed downstream): the rest of
@@ -255,3 +284,100 @@ class FetchProcess:
             if proc.is_alive():
                 proc.kill()
                 proc.join()
+
+
+class _Raised:
+    def __init__(self, error):
+        self.error = error
+
+
+class FetchFleet:
+    """`processes` fetch processes sharing a bundle's jobs (`--fetch_process N`).
+
+    One process's fetch threads share one interpreter lock: with 32 threads on a fast web the
+    fetch process spends its time handing that lock around, and one host alone fetched faster
+    than 32 together. Split over several processes (the threads divided among them) the
+    hand-offs fall and the cores left idle fetch. Each child takes its next job from one
+    deque, longest first as given; a thread per child reads its pipe into one bounded queue
+    this generator drains, so a slow reader still stops the children. A child that dies
+    leaves its lost hosts (`lost_host`) and the jobs it did not take to the others; jobs no
+    child was left to take come back lost too.
+    """
+
+    QUEUED = 64   # messages read from the children and not yet taken, at most
+
+    def __init__(self, config, threads, processes):
+        n = max(1, int(processes))
+        self.children = [FetchProcess(config, max(1, int(threads) // n)) for _ in range(n)]
+
+    def start(self):
+        for child in self.children:
+            child.start()
+        return self
+
+    def ready(self):
+        """Wait for the starts; True if any child runs (else fetch in-process)."""
+        return any([child.ready() for child in self.children])
+
+    def fetch(self, jobs):
+        """`FetchProcess.fetch` over the running children: same messages, same guarantees."""
+        running = [child for child in self.children if child.ready()]
+        if len(running) == 1:
+            yield from running[0].fetch(jobs)
+            return
+        shared, out = collections.deque(jobs), queue.Queue(self.QUEUED)
+        stop, end = threading.Event(), object()
+
+        def put(item):   # False once the bundle stopped reading
+            while not stop.is_set():
+                try:
+                    out.put(item, timeout=0.5)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def read(child):   # a thread per child: its messages into `out`, then `end`
+            messages = child.fetch(shared)
+            try:
+                if all(put(message) for message in messages):
+                    put(end)
+            except BaseException as e:   # noqa: BLE001 - a bug: raised by the bundle, not lost here
+                put(_Raised(e))
+            finally:
+                messages.close()
+
+        readers = [threading.Thread(target=read, args=(c,), name="fetch-fleet", daemon=True)
+                   for c in running]
+        for t in readers:
+            t.start()
+        completed = False
+        try:
+            left = len(readers)
+            while left:
+                message = out.get()
+                if message is end:
+                    left -= 1
+                elif isinstance(message, _Raised):
+                    raise message.error
+                else:
+                    yield message
+            reason = "; ".join(c.broken for c in running if c.broken) or "no fetch process left"
+            while shared:   # every child died before taking these
+                host, rows, state_row = shared.popleft()
+                yield "done", host, lost_host(host, rows, state_row, (), reason)
+            completed = True
+        finally:
+            stop.set()
+            if not completed:   # the bundle stopped reading: its children must not go on
+                for child in running:
+                    child.close(kill=True)
+
+    @property
+    def broken(self):
+        """Why children stopped (None while all run)."""
+        return "; ".join(c.broken for c in self.children if c.broken) or None
+
+    def close(self, kill=False):
+        for child in self.children:
+            child.close(kill=kill)

@@ -2,8 +2,8 @@
 
 `FetchHosts` receives one (host, its URL rows, its cached host state) element per host and
 hands it to a thread pool that lives as long as the DoFn instance (opened in `setup`), or, in
-rounds of `min_pages` URLs or more with `--fetch_process`, to the same threads in a child
-process (fetchproc.py) that streams the pages back: same outputs, another interpreter lock.
+rounds of `min_pages` URLs or more with `--fetch_process`, to the same threads in child
+processes (fetchproc.py) that stream the pages back: same outputs, other interpreter locks.
 Each host is fetched sequentially by one `HostFetcher` (hostfetcher.py, through hostjob.fetch_one_host) with its
 politeness delay; concurrency comes only from fetching many hosts at the same time.
 A bundle's hosts are started when the bundle ends, longest host first, and each finished
@@ -29,7 +29,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import tables
 from transforms.fetch import render
-from transforms.fetch.fetchproc import FetchProcess
+from transforms.fetch.fetchproc import FetchFleet
 from transforms.fetch.gcpause import full_collections_deferred
 from transforms.fetch.hostjob import FetcherFactory, fetch_one_host
 from transforms.fetch.progress import ERROR_OUTCOMES, FetchProgress, ProgressReporter
@@ -57,13 +57,13 @@ class FetchHosts(beam.DoFn):
     fetch threads wait), so memory holds the pages in flight, not whole hosts' rounds."""
 
     def __init__(self, config, threads=32, sitemaps=True, progress_seconds=0.0, max_ready=256,
-                 process=False, min_pages=256):
+                 processes=0, min_pages=256):
         self.config = config
         self.threads = max(1, int(threads))
         self.sitemaps = sitemaps
         self.progress_seconds = float(progress_seconds or 0)
         self.max_ready = max(1, int(max_ready))
-        self.process_wanted = bool(process)   # --fetch_process: the threads in a child process
+        self.processes = int(processes)   # --fetch_process: the threads in child processes
         self.min_pages = int(min_pages)        # ... for rounds of at least this many URLs
 
     def setup(self):
@@ -140,9 +140,9 @@ class FetchHosts(beam.DoFn):
         if self._started is None:
             self._started = time.perf_counter()
             self._start_progress(planned)
-            if (self._process is None and self.process_wanted and self._renderer is None
-                    and (planned or 0) >= self.min_pages):
-                self._process = FetchProcess(self.config, self.threads).start()   # starts meanwhile
+            if (self._process is None and self.processes > 0 and self._renderer is None
+                    and (planned or 0) >= self.min_pages):   # (they start meanwhile)
+                self._process = FetchFleet(self.config, self.threads, self.processes).start()
         states = list(joined.get("state", []))
         self._jobs.append((host, rows, states[0] if states else None))
         return ()
@@ -175,7 +175,7 @@ class FetchHosts(beam.DoFn):
                 {"seconds_fetch": time.perf_counter() - self._started}, MIN_TIMESTAMP, [GlobalWindow()]))
 
     def _fetch_in_child(self):
-        """The bundle's hosts fetched by the fetch process (fetchproc.py), same outputs."""
+        """The bundle's hosts fetched by the fetch processes (fetchproc.py), same outputs."""
         jobs, self._jobs = self._jobs, []
         progress = self._progress
         for message in self._process.fetch(jobs):
@@ -277,10 +277,10 @@ class Fetch(beam.PTransform):
     """
 
     def __init__(self, fetch_config, threads, use_sitemaps, url_filter, progress_seconds=0.0,
-                 max_ready=256, process=False):
+                 max_ready=256, processes=0):
         super().__init__()
         self.fetch_hosts = FetchHosts(fetch_config, threads, use_sitemaps, progress_seconds, max_ready,
-                                      process)
+                                      processes)
         self.url_filter = url_filter
 
     def expand(self, inputs):
