@@ -164,3 +164,62 @@ def test_the_memory_budget_sets_how_many_batches_the_workers_may_hold():
         assert dofn._pool.inflight == 32
     finally:
         dofn.teardown()
+
+
+def _texts(n, seed=1):
+    import random
+    rnd = random.Random(seed)
+    words = [f"w{i}" for i in range(3000)]
+    return [" ".join(rnd.choices(words, k=rnd.randint(0, 150))) for _ in range(n)]
+
+
+def test_the_sign_pool_gives_minhash_signatures_bit_for_bit():
+    """Big batches go half to the helper (it did sign), small ones stay here; the signatures
+    and has-flags equal one `minhash_signatures` call over the whole batch."""
+    import numpy as np
+
+    from transforms.contentseen.fingerprints import minhash_signatures
+    from transforms.page.pool import SignPool
+    pool = SignPool(min_texts=50).start()
+    try:
+        pool._starter.join()
+        for n in (10, 50, 301):
+            texts = _texts(n, seed=n)
+            want, got = minhash_signatures(texts), pool.sign(texts)
+            assert np.array_equal(want[0], got[0]) and np.array_equal(want[1], got[1])
+        assert pool.sent == 2 and pool.broken is None
+    finally:
+        pool.close()
+
+
+def test_a_dead_sign_helper_only_makes_signing_local():
+    import numpy as np
+
+    from transforms.contentseen.fingerprints import minhash_signatures
+    from transforms.page.pool import SignPool
+    pool = SignPool(min_texts=10).start()
+    pool._starter.join()
+    pool._proc.kill()
+    pool._proc.join()
+    texts = _texts(40)
+    got = pool.sign(texts)
+    assert np.array_equal(got[0], minhash_signatures(texts)[0]) and pool.broken
+    assert np.array_equal(pool.sign(texts)[0], got[0])
+    pool.close()
+
+
+def test_visited_tables_with_a_sign_helper_equal_the_inline_tables():
+    """The round's VisitedTables step: a batch big enough starts the helper; the tables are
+    the inline `visited_table`'s (MinHash and LSH columns included)."""
+    from transforms.page.step import VisitedTables
+    from transforms.page.visited import TEXT_FOR_MINHASH, visited_table
+
+    def rows():
+        return [{"fp": i, "url": f"http://h.test/{i}", "host": "h.test", TEXT_FOR_MINHASH: t}
+                for i, t in enumerate(_texts(600))]
+    want = visited_table(rows()).to_pylist()
+    with TestPipeline() as p:
+        got = (p | beam.Create([rows()]) | beam.ParDo(VisitedTables(processes=1))
+               | beam.FlatMap(lambda t: t.to_pylist()))
+        assert_that(got, equal_to(want))
+    assert any(r["minhash"] for r in want) and any(r["minhash"] is None for r in want)

@@ -29,7 +29,7 @@ from transforms.page.boilerplate import (
 )
 from transforms.page.fate import filter_bundle, page_fate
 from transforms.page.focus import TOPIC_TERMS
-from transforms.page.pool import FatePool
+from transforms.page.pool import FatePool, SignPool
 from transforms.page.visited import (
     TEXT_FOR_MINHASH,
     docfreq_table,
@@ -169,6 +169,35 @@ class PageFates(beam.DoFn):
             self._pool = None
 
 
+class VisitedTables(beam.DoFn):
+    """Batches of visited rows -> VISITED tables (`visited_table`); with `processes` > 0 the
+    MinHash signing of a bundle's big batches is split with a helper process (`SignPool`,
+    started by the first big batch), which ends with the bundle: the stages after it keep no
+    extra process."""
+
+    def __init__(self, processes=0):
+        self.processes = int(processes)
+
+    def start_bundle(self):
+        self._signer = None
+
+    def process(self, rows):
+        if self._signer is None and self.processes > 0 and len(rows) >= SignPool.MIN_TEXTS:
+            self._signer = SignPool().start()   # (a small round starts none)
+        yield visited_table(rows, self._signer.sign if self._signer is not None else None)
+
+    def finish_bundle(self):
+        self._close()
+
+    def teardown(self):
+        self._close()
+
+    def _close(self):
+        signer, self._signer = getattr(self, "_signer", None), None
+        if signer is not None:
+            signer.close()
+
+
 class ProcessPages(beam.PTransform):
     """The page step of a round: fetched pages (and other candidates bundles to filter, such
     as the sitemaps robots.txt lists) -> visited, results, pages, links, filtered, stats.
@@ -208,7 +237,7 @@ class ProcessPages(beam.PTransform):
                        lambda r, t: sign_text(r, t.get(r["host"]), TEXT_FOR_MINHASH),
                        beam.pvalue.AsDict(template))
                    | "BatchVisited" >> beam.BatchElements(min_batch_size=1, max_batch_size=2000)
-                   | "VisitedTables" >> beam.Map(visited_table))
+                   | "VisitedTables" >> beam.ParDo(VisitedTables(self.processes)))
         docfreq = None
         if self.config.focus is not None:   # vertical crawling: the round's DF delta
             docfreq = (processed.visited

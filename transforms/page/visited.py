@@ -9,21 +9,23 @@ from transforms.contentseen import fingerprints as contentseen
 TEXT_FOR_MINHASH = "_text"  # visited-row key carrying a page's text to visited_table
 
 
-def visited_table(rows):
+def visited_table(rows, sign=None):
     """VISITED table of a batch of visited rows; MinHash signatures of the rows that carry
     their text, and their LSH band keys (`lsh_keys`, [] for the other rows), are computed
-    here for the whole batch in one call."""
+    here for the whole batch in one call (`sign`, texts -> (signatures, has), defaults to
+    `minhash_signatures`; pool.SignPool splits it over two processes). Both columns are
+    built from the arrays, not from 128 Python ints a row."""
     texts = [(i, r.pop(TEXT_FOR_MINHASH)) for i, r in enumerate(rows) if TEXT_FOR_MINHASH in r]
     sigs = np.zeros((len(rows), contentseen.NUM_PERM), np.uint32)
     has = np.zeros(len(rows), bool)
     if texts:
         idx = [i for i, _ in texts]
-        sigs[idx], has[idx] = contentseen.minhash_signatures([t for _, t in texts])
-        for i in np.flatnonzero(has):
-            rows[i]["minhash"] = sigs[i].tolist()
+        sigs[idx], has[idx] = (sign or contentseen.minhash_signatures)([t for _, t in texts])
     table = pa.Table.from_pylist(rows, schema=tables.VISITED)
-    return table.set_column(table.schema.get_field_index("lsh_keys"), "lsh_keys",
-                            contentseen.lsh_key_column(sigs, has))
+    for name, column in (("minhash", contentseen.signature_column(sigs, has)),
+                         ("lsh_keys", contentseen.lsh_key_column(sigs, has))):
+        table = table.set_column(table.schema.get_field_index(name), name, column)
+    return table
 
 def visited_stats(table):
     out = {"visited": table.num_rows}
