@@ -37,3 +37,31 @@ def helper_context():
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)   # ignored once the fork server runs: the same list
     return ctx
+
+
+def start_helper(target, *args, name):
+    """(the parent's end of a pipe, the process) of a helper running `target(its end, *args)`."""
+    with main_module_hidden():
+        ctx = helper_context()
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=target, args=(child, *args), name=name, daemon=True)
+        proc.start()
+    child.close()
+    return parent, proc
+
+
+def stop_helper(conn, proc, kill=False):
+    """End a helper: None on its pipe (it ends once it reads it), then wait up to 5 s before
+    killing it; with `kill`, at once."""
+    if conn is not None:
+        try:
+            conn.send(None)
+        except (OSError, ValueError):
+            pass
+        conn.close()
+    if proc is not None:
+        if not kill:
+            proc.join(timeout=5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()

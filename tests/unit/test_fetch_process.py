@@ -53,6 +53,24 @@ def test_small_rounds_do_not_start_a_fetch_process():
     assert used["process"] is None
 
 
+def _fetch_killing(stream, jobs, at, kill):
+    """Drain a fetch's messages, calling `kill()` at the `at`-th page; check every host got its
+    "done" and every URL came back once (fetched, or transient); return (pages, leftovers)."""
+    pages, done = [], {}
+    for message in stream:
+        if message[0] == "page":
+            pages.append(message[2])
+            if len(pages) == at:
+                kill()
+        elif message[0] == "done":
+            done[message[1]] = message[2]
+    assert set(done) == {h for h, _, _ in jobs}
+    leftovers = [p for result in done.values() for p in result[0]]
+    assert sorted(p["fp"] for p in pages + leftovers) == sorted(r["fp"] for _, rows, _ in jobs for r in rows)
+    assert all(p["outcome"] == TRANSIENT for p in leftovers)
+    return pages, leftovers
+
+
 def test_nothing_is_lost_when_the_fetch_process_dies():
     """Killed mid-bundle: each host still gets its "done", with every URL not received yet as
     a transient page; later bundles fetch in the round's process."""
@@ -63,19 +81,8 @@ def test_nothing_is_lost_when_the_fetch_process_dies():
                                      for j in range(40)], None) for i, n in enumerate(names)]
         proc = FetchProcess(cfg, 4).start()
         assert proc.ready()
-        pages, done = [], {}
-        for message in proc.fetch(jobs):
-            if message[0] == "page":
-                pages.append(message[2])
-                if len(pages) == 3:
-                    proc._proc.kill()
-            elif message[0] == "done":
-                done[message[1]] = message[2]
-        assert set(done) == {h for h, _, _ in jobs}
-        leftovers = [p for result in done.values() for p in result[0]]
-        assert sorted(p["fp"] for p in pages + leftovers) == sorted(r["fp"] for _, rows, _ in jobs for r in rows)
-        assert leftovers and all(p["outcome"] == TRANSIENT and "fetch process died" in p["reason"]
-                                 for p in leftovers)
+        pages, leftovers = _fetch_killing(proc.fetch(jobs), jobs, 3, proc._proc.kill)
+        assert leftovers and all("fetch process died" in p["reason"] for p in leftovers)
         assert all(p["outcome"] == OK for p in pages)
         assert proc.broken and not proc.ready()
         proc.close()
@@ -169,22 +176,6 @@ def test_the_child_is_sent_a_window_of_hosts_not_the_whole_fetch_list():
     fetch process holds a few hosts' rows, not the round's fetch list; every host is done."""
     from transforms.fetch.fetchproc import window
 
-    class Recording:
-        def __init__(self, conn, log):
-            self.conn, self.log = conn, log
-
-        def send(self, message):
-            self.log.append(("sent", message[0] if message else None))
-            self.conn.send(message)
-
-        def recv(self):
-            batch = self.conn.recv()
-            self.log.extend(("got", message[0]) for message in batch)
-            return batch
-
-        def close(self):
-            self.conn.close()
-
     with LocalServer({"/robots.txt": status(404), "*": page(b"<html>x</html>")}) as srv:
         names = [f"w{i}.test" for i in range(13)]
         cfg = loopback_config({n: srv for n in names}, delay_per_host=0)
@@ -193,7 +184,7 @@ def test_the_child_is_sent_a_window_of_hosts_not_the_whole_fetch_list():
         proc = FetchProcess(cfg, 2).start()
         assert proc.ready()
         log = []
-        proc._conn = Recording(proc._conn, log)
+        proc._conn = _Recording(proc._conn, log)
         done = [m[1] for m in proc.fetch(jobs) if m[0] == "done"]
         proc.close()
     assert sorted(done) == sorted(h for h, _, _ in jobs)
@@ -312,6 +303,8 @@ def test_a_fleet_gives_the_same_pages_and_host_rows_as_the_round_process():
 
 
 class _Recording:
+    """A parent's pipe end that logs the kinds of messages sent and received."""
+
     def __init__(self, conn, log):
         self.conn, self.log = conn, log
 
@@ -320,7 +313,9 @@ class _Recording:
         self.conn.send(message)
 
     def recv(self):
-        return self.conn.recv()
+        batch = self.conn.recv()
+        self.log.extend(("got", message[0]) for message in batch)
+        return batch
 
     def close(self):
         self.conn.close()
@@ -337,18 +332,7 @@ def test_when_a_child_of_a_fleet_dies_the_others_take_its_jobs_and_nothing_is_lo
         fleet = FetchFleet(cfg, 2, 2).start()
         assert fleet.ready()
         victim = fleet.children[0]
-        pages, done = [], {}
-        for message in fleet.fetch(jobs):
-            if message[0] == "page":
-                pages.append(message[2])
-                if len(pages) == 3:
-                    victim._proc.kill()
-            elif message[0] == "done":
-                done[message[1]] = message[2]
-        assert set(done) == {h for h, _, _ in jobs}
-        leftovers = [p for result in done.values() for p in result[0]]
-        assert sorted(p["fp"] for p in pages + leftovers) == sorted(r["fp"] for _, rows, _ in jobs for r in rows)
-        assert all(p["outcome"] == TRANSIENT for p in leftovers)
+        _, leftovers = _fetch_killing(fleet.fetch(jobs), jobs, 3, victim._proc.kill)
         assert len(leftovers) < sum(len(rows) for _, rows, _ in jobs) // 2   # the other child went on
         assert victim.broken and fleet.ready() and fleet.broken
         fleet.close()
@@ -362,18 +346,7 @@ def test_when_every_child_of_a_fleet_dies_the_jobs_left_come_back_transient():
         jobs = _slow_jobs(srv, names)
         fleet = FetchFleet(cfg, 2, 2).start()
         assert fleet.ready()
-        pages, done = [], {}
-        for message in fleet.fetch(jobs):
-            if message[0] == "page":
-                pages.append(message[2])
-                if len(pages) == 2:
-                    for child in fleet.children:
-                        child._proc.kill()
-            elif message[0] == "done":
-                done[message[1]] = message[2]
-        assert set(done) == {h for h, _, _ in jobs}
-        leftovers = [p for result in done.values() for p in result[0]]
-        assert sorted(p["fp"] for p in pages + leftovers) == sorted(r["fp"] for _, rows, _ in jobs for r in rows)
+        _fetch_killing(fleet.fetch(jobs), jobs, 2, lambda: [c._proc.kill() for c in fleet.children])
         assert not fleet.ready()
         fleet.close()
 

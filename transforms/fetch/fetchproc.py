@@ -40,7 +40,7 @@ import threading
 from transforms import faults
 from transforms.fetch.hostjob import (FetcherFactory, as_rows, fetch_one_host, host_row_unchanged,
                                       transient_pages)
-from transforms.procs import helper_context, main_module_hidden
+from transforms.procs import start_helper, stop_helper
 
 log = logging.getLogger(__name__)
 
@@ -184,14 +184,7 @@ class FetchProcess:
 
     def _start(self):
         try:
-            with main_module_hidden():
-                ctx = helper_context()
-                parent, child = ctx.Pipe()
-                proc = ctx.Process(target=serve, args=(child, self.config, self.threads),
-                                   name="beamcrawl-fetch", daemon=True)
-                proc.start()
-            child.close()
-            self._conn, self._proc = parent, proc
+            self._conn, self._proc = start_helper(serve, self.config, self.threads, name="beamcrawl-fetch")
         except Exception as e:   # noqa: BLE001 - e.g. a daemonic worker (Dask) may not start children
             self._break(e)
 
@@ -272,18 +265,7 @@ class FetchProcess:
         if self._starter is not None:
             self._starter.join()
         conn, proc, self._conn, self._proc = self._conn, self._proc, None, None
-        if conn is not None:
-            try:
-                conn.send(None)
-            except (OSError, ValueError):
-                pass
-            conn.close()
-        if proc is not None:
-            if not kill:
-                proc.join(timeout=5)
-            if proc.is_alive():
-                proc.kill()
-                proc.join()
+        stop_helper(conn, proc, kill)
 
 
 class _Raised:

@@ -29,7 +29,7 @@ import numpy as np
 
 from transforms.contentseen.fingerprints import minhash_signatures
 from transforms.page.fate import page_fate
-from transforms.procs import helper_context, main_module_hidden
+from transforms.procs import helper_context, main_module_hidden, start_helper, stop_helper
 
 log = logging.getLogger(__name__)
 
@@ -183,13 +183,7 @@ class SignPool:
     def start(self):
         def run():
             try:
-                with main_module_hidden():
-                    ctx = helper_context()
-                    parent, child = ctx.Pipe()
-                    proc = ctx.Process(target=_sign_loop, args=(child,), name="beamcrawl-sign", daemon=True)
-                    proc.start()
-                child.close()
-                self._conn, self._proc = parent, proc
+                self._conn, self._proc = start_helper(_sign_loop, name="beamcrawl-sign")
             except Exception as e:   # noqa: BLE001 - no helper (e.g. a daemonic worker): sign here
                 self._break(e)
         self._starter = threading.Thread(target=run, name="sign-pool-start", daemon=True)
@@ -225,18 +219,7 @@ class SignPool:
 
     def _stop(self, kill=False):
         conn, proc, self._conn, self._proc = self._conn, self._proc, None, None
-        if conn is not None:
-            try:
-                conn.send(None)
-            except (OSError, ValueError):
-                pass
-            conn.close()
-        if proc is not None:
-            if not kill:
-                proc.join(timeout=5)
-            if proc.is_alive():
-                proc.kill()
-                proc.join()
+        stop_helper(conn, proc, kill)
 
     def close(self):
         if self._starter is not None:
