@@ -107,6 +107,7 @@ def serve(conn, config, threads):
     factory = FetcherFactory(config, None)
     pool = cf.ThreadPoolExecutor(threads, thread_name_prefix="fetch")
     send = Outbox(conn, threads).put
+
     def one(host, rows, state_row):
         send(("host", host))
         try:
