@@ -9,6 +9,7 @@ also run again in them.
 """
 import contextlib
 import multiprocessing
+import os
 import sys
 
 # imported once by the fork server, inherited by every helper (names, not imports: the
@@ -30,6 +31,12 @@ def main_module_hidden():
     finally:
         if main is not None:
             main.__dict__.update(saved)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity where the OS tells it), at least 1."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return cores or 1
 
 
 def helper_context():

@@ -5,6 +5,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from schemas.tables import OK, REDIRECT
 from tests.unit.httpfixtures import LocalServer, loopback_config, page, status
 from tests.unit.test_fetch_progress import fetch_metrics
@@ -31,15 +33,19 @@ def _comparable(out):
                   for host, pages, row in out)
 
 
-def test_the_fetch_process_gives_the_same_pages_and_host_rows_as_the_round_process():
+@pytest.mark.parametrize("processes", [1, 2])
+def test_the_fetch_processes_give_the_same_pages_and_host_rows_as_the_round_process(processes):
+    """One fetch process, or two sharing the bundle's jobs (FetchFleet): the same pages and
+    host rows as fetching in the round's process."""
     with LocalServer(ROUTES) as srv:
         names = [f"h{i}.test" for i in range(3)]
         cfg = loopback_config({n: srv for n in names}, delay_per_host=0)
         used = {}
         in_child = fetch_hosts(iter(_jobs(srv, names)), cfg, 4, planned=18, used=used,
-                               processes=1, min_pages=1)
+                               processes=processes, min_pages=1)
         here = fetch_hosts(iter(_jobs(srv, names)), cfg, 4, planned=18, processes=0)
-    assert used["process"] is not None and used["process"].broken is None   # it did run in the child
+    fleet = used["process"]   # it did run in the children
+    assert fleet is not None and fleet.broken is None and len(fleet.children) == processes
     assert _comparable(in_child) == _comparable(here)
     outcomes = sorted(p["outcome"] for _, pages, _ in in_child for p in pages)
     assert outcomes.count(OK) == 9 and outcomes.count(REDIRECT) == 3 and len(outcomes) == 18
@@ -276,19 +282,12 @@ def _slow_jobs(srv, names, per_host=20):
                                  for j in range(per_host)], None) for i, n in enumerate(names)]
 
 
-def test_a_fleet_gives_the_same_pages_and_host_rows_as_the_round_process():
-    """Two fetch processes share the bundle's jobs: the same pages and host rows as fetching
-    in the round's process, and both children fetched some of the hosts."""
+def test_the_children_of_a_fleet_share_the_jobs():
+    """Both children take jobs from the one queue, and every host is done once."""
     from transforms.fetch.fetchproc import FetchFleet
     with LocalServer(ROUTES) as srv:
         names = [f"f{i}.test" for i in range(6)]
         cfg = loopback_config({n: srv for n in names}, delay_per_host=0)
-        used = {}
-        in_fleet = fetch_hosts(iter(_jobs(srv, names)), cfg, 2, planned=36, used=used,
-                               processes=2, min_pages=1)
-        here = fetch_hosts(iter(_jobs(srv, names)), cfg, 2, planned=36, processes=0)
-        assert isinstance(used["process"], FetchFleet) and used["process"].broken is None
-        assert _comparable(in_fleet) == _comparable(here)
         fleet = FetchFleet(cfg, 2, 2).start()
         assert fleet.ready()
         hosts_of = []
@@ -377,8 +376,6 @@ def test_fetch_process_counts():
 
 
 def test_a_bug_in_a_fleets_reader_fails_the_bundle_instead_of_hanging_it():
-    import pytest
-
     from transforms.fetch.fetchproc import FetchFleet
     with LocalServer({"/robots.txt": status(404), "*": page(b"<html>x</html>")}) as srv:
         names = ["b0.test", "b1.test"]

@@ -40,7 +40,7 @@ import threading
 from transforms import faults
 from transforms.fetch.hostjob import (FetcherFactory, as_rows, fetch_one_host, host_row_unchanged,
                                       transient_pages)
-from transforms.procs import start_helper, stop_helper
+from transforms.procs import start_helper, stop_helper, usable_cores
 
 log = logging.getLogger(__name__)
 
@@ -145,9 +145,7 @@ def fetch_processes(value: str, cores: int | None = None) -> int:
     """`--fetch_process`: a number of fetch processes, true (1), false (0, the round's own
     process), or auto: 2 where there are 2+ cores (`FetchFleet` says why), else 0."""
     if value == "auto":
-        if cores is None:
-            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-        return 2 if (cores or 1) >= 2 else 0
+        return 2 if (usable_cores() if cores is None else cores or 1) >= 2 else 0
     if value in ("true", "false"):
         return int(value == "true")
     return int(value)
@@ -345,10 +343,9 @@ class FetchFleet:
                     raise message.error
                 else:
                     yield message
-            reason = "; ".join(c.broken for c in running if c.broken) or "no fetch process left"
             while shared:   # every child died before taking these
                 host, rows, state_row = shared.popleft()
-                yield "done", host, lost_host(host, rows, state_row, (), reason)
+                yield "done", host, lost_host(host, rows, state_row, (), self.broken or "no fetch process left")
             completed = True
         finally:
             stop.set()

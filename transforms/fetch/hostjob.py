@@ -14,6 +14,8 @@ from transforms.urls import canonical as urls_mod
 CARRIED = ("fp", "url", "host", "depth", "discovered_round", "first_parent", "retries",
            "redirects", "source", "inlinks", "topic_score", "topic_inherited", "depth_left",
            "method", "request_body")
+# ... and the columns a fetch reads from its row (a revisit's validators)
+FETCH_COLUMNS = CARRIED + ("etag", "last_modified")
 
 RESULT_FIELDS = ("fetch_time", "elapsed_ms", "outcome", "reason", "http_status", "content_type",
                  "content_type_header", "body", "truncated", "redirect_to", "etag",
@@ -47,10 +49,6 @@ def sitemap_bundle(host, rows, old_row, new_row):
 def _release(result):
     """Drop a handed-off result's heavy fields (its page owns them now)."""
     result.body, result.http = b"", None
-
-
-# ... and the columns a fetch reads from its row (a revisit's validators)
-FETCH_COLUMNS = CARRIED + ("etag", "last_modified")
 
 
 def as_rows(rows):

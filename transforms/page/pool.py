@@ -21,7 +21,6 @@ round of a few hundred pages pays no process start-up.
 """
 import concurrent.futures as cf
 import logging
-import os
 import threading
 import time
 
@@ -29,16 +28,15 @@ import numpy as np
 
 from transforms.contentseen.fingerprints import minhash_signatures
 from transforms.page.fate import page_fate
-from transforms.procs import helper_context, main_module_hidden, start_helper, stop_helper
+from transforms.procs import (helper_context, main_module_hidden, start_helper, stop_helper,
+                             usable_cores)
 
 log = logging.getLogger(__name__)
 
 
 def auto_processes(cores=None) -> int:
     """`--page_processes auto`: one worker per core but the one the fetch threads use."""
-    if cores is None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(0, (cores or 1) - 1)
+    return max(0, (usable_cores() if cores is None else cores or 1) - 1)
 
 
 def page_fates(pages, config):
