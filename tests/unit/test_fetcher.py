@@ -143,6 +143,17 @@ def test_redirect_is_recorded_not_followed():
     assert r.redirect_to == f"http://site.test:{srv.port}/new?x=1" and r.body == b""
 
 
+def test_a_location_in_raw_utf8_or_in_latin1_is_read_and_the_host_goes_on():
+    # the handler sends header values as ISO-8859-1: "\u00c3\u00a9" goes out as the UTF-8 bytes of
+    # "\u00e9", "\u00e9" as the single byte 0xE9 (not UTF-8, which requests' reading raised on)
+    with LocalServer({**NO_ROBOTS, "/utf8": status(301, b"", {"Location": "/caf\u00c3\u00a9"}),
+                      "/latin1": status(302, b"", {"Location": "/caf\u00e9?x"}), "*": page(b"ok")}) as srv:
+        results, _ = fetch(srv, ["/utf8", "/latin1", "/next"])
+    base = f"http://site.test:{srv.port}"
+    assert [(r.outcome, r.redirect_to) for r in results] == [
+        (REDIRECT, f"{base}/caf\u00e9"), (REDIRECT, f"{base}/caf\u00e9?x"), (OK, None)]
+
+
 def test_redirect_without_location_is_an_error():
     with LocalServer({**NO_ROBOTS, "*": status(302)}) as srv:
         results, _ = fetch(srv, ["/a"])

@@ -1,30 +1,49 @@
-"""connection.prepare_request builds what Session.prepare_request would for the fetcher's
-sessions: same method, URL as sent, headers (names, values, order), body and auth."""
+"""sender.prepare_request builds what Session.prepare_request would for the fetcher's
+sessions: same method, URL as sent, request target, headers (names, values, order), body
+and auth. URLs requests leaves unchanged take a fast path; every other URL requests'
+own preparation; both must give requests' request."""
 import requests
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from transforms.fetch.connection import prepare_request
 from transforms.fetch.hostfetcher import HostFetcher
 from transforms.fetch.records import FetchConfig
+from transforms.fetch.sender import _plain_target, prepare_request
 
 URLS = [
     "http://example.test/", "http://example.test:8080/a/b?x=1&y=%20z#frag",
     "https://EXAMPLE.test/ä/ö?q=ü", "http://xn--bcher-kva.test/p", "http://bücher.test/p q",
     "http://user:secret@example.test/private", "http://example.test/%7Euser/%zz",
     "http://[::1]:8080/v6", "http://example.test/?a=1&a=2;b", "https://example.test",
+    "http://example.test/a/./b/../c", "http://example.test/p?", "http://example.test:080/",
+    "http://example.test:99999/", "http://example.test/a?b?c=d/e@f", "HTTP://example.test/",
+    "http://.example.test/", "http://example.test/.well-known/x", "http://example.test//a",
 ]
 HEADER_NAMES = ["If-None-Match", "If-Modified-Since", "Accept", "accept", "User-Agent",
                 "Content-Type", "X-Extra"]
 
 
-def _session():
+def _base_headers():
     with HostFetcher(FetchConfig()) as f:
-        return f._session
+        return dict(f._headers)
+
+
+def _session(base):
+    s = requests.Session()
+    s.headers.clear()
+    s.headers.update(base)
+    return s
 
 
 def _as_sent(p):
-    return (p.method, p.url, list(p.headers.items()), p.body)
+    return (p.method, p.url, p.path_url, list(p.headers.items()), p.body)
+
+
+def _same_as_requests(method, url, headers, data):
+    base = _base_headers()
+    session = _session(base)
+    assert (_outcome(prepare_request, method, url, base, headers, data)
+            == _outcome(lambda *a: session.prepare_request(requests.Request(method, url, headers=headers, data=data))))
 
 
 @settings(max_examples=200, deadline=None)
@@ -35,13 +54,34 @@ def _as_sent(p):
                                             max_size=4),
        data=st.none() | st.binary(max_size=20))
 def test_same_request_as_session_prepare_request(url, method, headers, data):
-    session = _session()
-    assert (_outcome(prepare_request, method, url, session.headers, headers, data)
-            == _outcome(lambda *a: session.prepare_request(requests.Request(method, url, headers=headers, data=data))))
+    _same_as_requests(method, url, headers, data)
+
+
+# URLs near the fast path's edges: every character class it admits or refuses
+_PATH_CHARS = st.text(st.sampled_from(list("aZ09-._~!$&'()*+,;=:@/?%#[] \"<>\\^`{|}é\t")), max_size=25)
+
+
+@settings(max_examples=500, deadline=None)
+@given(scheme=st.sampled_from(["http", "https", "HTTP", "ftp"]),
+       host=st.sampled_from(["example.test", "a-b.c9.test", "Example.test", "exa_mple.test",
+                             "-x.test", "x..test", "", "bücher.test"]),
+       port=st.sampled_from(["", ":80", ":8080", ":0", ":65535", ":65536", ":08"]),
+       path=_PATH_CHARS)
+@example(scheme="http", host="example.test", port="", path="/a/../b")
+@example(scheme="http", host="example.test", port="", path="/a?")
+def test_generated_urls_are_prepared_as_requests_prepares_them(scheme, host, port, path):
+    _same_as_requests("GET", f"{scheme}://{host}{port}/{path}", None, None)
+
+
+def test_the_fast_path_takes_the_crawlers_own_urls():
+    assert _plain_target("http://site1.example.test:8080/a/b.html?x=1&y=2") == "/a/b.html?x=1&y=2"
+    for url in ("http://example.test/a%20b", "http://u:p@example.test/", "http://example.test/a#f",
+                "http://example.test/a/../b", "http://Example.test/", "http://example.test/p?"):
+        assert _plain_target(url) is None, url
 
 
 def _outcome(build, *args):
-    """The request as sent, or the exception's type and message (bad header values)."""
+    """The request as sent, or the exception's type and message (bad URLs or header values)."""
     try:
         return _as_sent(build(*args))
     except requests.exceptions.RequestException as e:
@@ -49,14 +89,12 @@ def _outcome(build, *args):
 
 
 def test_the_fetchers_own_headers_come_first_and_a_request_header_replaces_one():
-    session = _session()
-    got = prepare_request("GET", "http://example.test/", session.headers, {"accept": "text/html"})
+    got = prepare_request("GET", "http://example.test/", _base_headers(), {"accept": "text/html"})
     names = [k for k, _ in got.headers.items()]
     assert names == ["User-Agent", "accept", "Accept-Encoding"]
-    assert got.headers["Accept"] == "text/html"
+    assert got.headers["accept"] == "text/html"
 
 
 def test_a_password_in_the_url_becomes_basic_auth_as_before():
-    session = _session()
-    got = prepare_request("GET", "http://u:p@example.test/", session.headers)
+    got = prepare_request("GET", "http://u:p@example.test/", _base_headers())
     assert got.headers["Authorization"] == "Basic dTpw"

@@ -1,4 +1,5 @@
-"""One request on the wire: dial the guarded address, enforce the deadline, classify failures."""
+"""What one request gives back: its response or failure (classified), its body read within
+the deadline and the cap. Sending it: `sender`."""
 
 from __future__ import annotations
 
@@ -13,9 +14,6 @@ from urllib.parse import urlsplit
 
 import requests
 import urllib3
-from requests.adapters import HTTPAdapter
-from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.poolmanager import PoolManager
 
 from schemas.tables import FORBIDDEN_ADDRESS, HTTP_ERROR
 from transforms.fetch.deadlines import Watchdog
@@ -27,75 +25,6 @@ from transforms.fetch.httpbody import (
 )
 from transforms.fetch.netguard import ForbiddenAddressError, ResolveError
 from transforms.fetch.records import DRAIN_LIMIT, READ_CHUNK, TRANSIENT
-
-# ----------------------------------------------------------------- dialing the resolved address
-
-class _DialMixin:
-    """A urllib3 connection that connects to the address `dial(host, port)` returns
-    (resolved and guarded by the fetcher) while Host header, SNI and certificate
-    verification keep using the host name. `watch(conn)` lets the deadline watchdog
-    reach the socket."""
-
-    def __init__(self, *args, dial=None, watch=None, **kw):
-        self._bc_dial = dial
-        self._bc_watch = watch
-        super().__init__(*args, **kw)
-
-    def _new_conn(self):
-        if self._bc_watch is not None:
-            self._bc_watch(self)
-        addr = self._bc_dial(self.host, self.port)     # ForbiddenAddressError / ResolveError
-        saved = self._dns_host
-        self._dns_host = addr        # only create_connection() reads it; host stays the name
-        try:
-            return super()._new_conn()
-        finally:
-            self._dns_host = saved
-
-    def request(self, *args, **kw):
-        if self._bc_watch is not None:
-            self._bc_watch(self)
-        return super().request(*args, **kw)
-
-
-class _DialHTTPConnection(_DialMixin, HTTPConnection):
-    pass
-
-
-class _DialHTTPSConnection(_DialMixin, HTTPSConnection):
-    pass
-
-
-class _DialPoolManager(PoolManager):
-    def __init__(self, *args, dial, watch, **kw):
-        self._bc_dial = dial
-        self._bc_watch = watch
-        super().__init__(*args, **kw)
-
-    def _new_pool(self, scheme, host, port, request_context=None):
-        pool = super()._new_pool(scheme, host, port, request_context)
-        pool.ConnectionCls = _DialHTTPSConnection if scheme == "https" else _DialHTTPConnection
-        pool.conn_kw = dict(pool.conn_kw, dial=self._bc_dial, watch=self._bc_watch)
-        return pool
-
-
-class DialAdapter(HTTPAdapter):
-    def __init__(self, dial, watch, **kw):
-        self._bc_dial = dial
-        self._bc_watch = watch
-        super().__init__(**kw)
-
-    def init_poolmanager(self, connections, maxsize, block=False, **pool_kwargs):
-        self._pool_connections = connections
-        self._pool_maxsize = maxsize
-        self._pool_block = block
-        self.poolmanager = _DialPoolManager(num_pools=connections, maxsize=maxsize, block=block,
-                                            dial=self._bc_dial, watch=self._bc_watch,
-                                            **pool_kwargs)
-
-    def proxy_manager_for(self, proxy, **kw):      # pragma: no cover - trust_env is off
-        raise RuntimeError("proxies are not supported by the guarded fetcher")
-
 
 # ----------------------------------------------------------------- one request
 
@@ -229,48 +158,26 @@ def origin_port(url: str) -> tuple[str, str, int]:
     return scheme, host, port
 
 
-class LocationOnly:
-    """Adapter so Session.get_redirect_target (which fixes mis-encoded UTF-8 Locations)
-    can be used without a requests.Response."""
-
-    def __init__(self, headers):
-        self.headers = headers
-        self.is_redirect = "location" in headers
-
-
-# ----------------------------------------------------------------- preparing a request
-
-def prepare_request(method: str, url: str, base_headers, headers: dict | None = None,
-                    data: bytes | None = None) -> requests.PreparedRequest:
-    """What `Session.prepare_request` builds for the fetcher's sessions, without its merging.
-
-    The fetcher's sessions set no cookies, auth, hooks or params and never fill their cookie
-    jar (the adapter is called directly), so the merging `Session.prepare_request` does per
-    request (ABC checks of empty settings, a cookie jar copy) only costs: it was a quarter of
-    a request's CPU. Headers merge as there: the session's (`base_headers`, in order), then
-    the request's, a None value removing one. A password in the URL still becomes Basic auth."""
-    merged = requests.structures.CaseInsensitiveDict(base_headers)
-    for k, v in (headers or {}).items():
-        merged[k] = v
-    for k in [k for k, v in merged.items() if v is None]:
-        del merged[k]
-    p = requests.PreparedRequest()
-    p.prepare_method(method)
-    p.prepare_url(url, None)
-    p.prepare_headers(merged)
-    p.prepare_body(data, None, None)
-    p.prepare_auth(None, url)
-    return p
+def redirect_target(headers) -> str | None:
+    """A 3xx's Location as requests reads it: header bytes that are UTF-8 (sent raw, as many
+    servers do) decoded as UTF-8; not UTF-8, the header as received (ISO-8859-1)."""
+    location = headers.get("Location")
+    if location is None:
+        return None
+    try:
+        return location.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        return location
 
 
 # ----------------------------------------------------------------- reading a body
 
-def read_body(resp, cap: int, deadline_at: float, wd: Watchdog, keep_raw: list | None = None):
-    """(decoded body of at most `cap` bytes, truncated?, note). With `keep_raw` (a list), the
-    payload as received (still content-encoded) is appended to it too, up to `cap` bytes
-    (for the WARC); a body without Content-Encoding is kept once (the caller reuses it)."""
-    raw = resp.raw
-    encodings = parse_content_encoding(resp.headers.get("Content-Encoding"))
+def read_body(raw, cap: int, deadline_at: float, wd: Watchdog, keep_raw: list | None = None):
+    """(decoded body of at most `cap` bytes, truncated?, note) of the streamed urllib3
+    response `raw`. With `keep_raw` (a list), the payload as received (still content-encoded)
+    is appended to it too, up to `cap` bytes (for the WARC); a body without Content-Encoding
+    is kept once (the caller reuses it)."""
+    encodings = parse_content_encoding(raw.headers.get("Content-Encoding"))
     note = None
     try:
         dec = BoundedDecoder(encodings, cap)
@@ -310,10 +217,9 @@ def read_body(resp, cap: int, deadline_at: float, wd: Watchdog, keep_raw: list |
         raw.release_conn()
     return dec.getvalue(), truncated, note
 
-def drain(resp, deadline_at: float, wd: Watchdog, keep: list | None = None) -> bool:
-    """Read and drop up to DRAIN_LIMIT bytes (appended to `keep` when given); True if that
-    was the whole body."""
-    raw = resp.raw
+def drain(raw, deadline_at: float, wd: Watchdog, keep: list | None = None) -> bool:
+    """Read and drop up to DRAIN_LIMIT bytes of the streamed urllib3 response `raw`
+    (appended to `keep` when given); True if that was the whole body."""
     got = 0
     while got <= DRAIN_LIMIT:
         if time.monotonic() > deadline_at or wd.fired:

@@ -24,22 +24,22 @@ from urllib.parse import urlsplit
 
 def _received_headers(resp):
     """Header lines in the order and case they came (http.client's message), else urllib3's."""
-    original = getattr(resp.raw, "_original_response", None)
+    original = getattr(resp, "_original_response", None)
     msg = getattr(original, "msg", None)
     if msg is not None and hasattr(msg, "raw_items"):
         return [(str(k), str(v)) for k, v in msg.raw_items()]
-    return [(str(k), str(v)) for k, v in resp.raw.headers.items()]
+    return [(str(k), str(v)) for k, v in resp.headers.items()]
 
 
 def _status_line(resp):
-    original = getattr(resp.raw, "_original_response", None)
+    original = getattr(resp, "_original_response", None)
     version = {9: "HTTP/0.9", 10: "HTTP/1.0", 11: "HTTP/1.1"}.get(getattr(original, "version", 11), "HTTP/1.1")
     reason = getattr(original, "reason", None) or resp.reason or ""
-    return f"{version} {resp.status_code} {reason}".rstrip()
+    return f"{version} {resp.status} {reason}".rstrip()
 
 
 def http_exchange(prep, resp, kept, body, cut, addresses=None) -> dict:
-    """The exchange of PreparedRequest `prep` and its streamed requests.Response `resp`.
+    """The exchange of `sender.Prepared` `prep` and its streamed urllib3 response `resp`.
 
     `kept`: the raw chunks the body reader kept ([] when the body had no Content-Encoding,
     so the decoded `body` is the payload); `cut`: the payload is not the whole body."""

@@ -1,7 +1,7 @@
 """Fetching one host politely and robustly (pure Python, no Beam).
 
 `HostFetcher.fetch_host(host, requests, state)` fetches one host's URLs of a round, one
-request at a time, over one keep-alive `requests.Session`. The round runs many hosts at once
+request at a time, over keep-alive connections (`sender.Sender`). The round runs many hosts at once
 (transforms.fetch.step.FetchHosts, through hostjob.fetch_one_host), each host sequentially.
 
 Settings and their defaults: `records.FetchConfig`.
@@ -22,8 +22,6 @@ import time
 from typing import Callable
 from urllib.parse import urljoin
 
-import requests
-
 from schemas.tables import (
     FAILED,
     FORBIDDEN_ADDRESS,
@@ -36,17 +34,15 @@ from schemas.tables import (
 from transforms.fetch import post
 from transforms.fetch import robots as robotsmod
 from transforms.fetch.connection import (
-    DialAdapter,
     Failure,
-    LocationOnly,
     Response,
     classify_exception,
     drain,
     media_type,
     origin_port,
     parse_retry_after,
-    prepare_request,
     read_body,
+    redirect_target,
 )
 from transforms.fetch.deadlines import Deadlines, Watchdog
 from transforms.fetch.exchange import http_exchange
@@ -62,6 +58,7 @@ from transforms.fetch.records import (
     HostState,
 )
 from transforms.fetch.robotsfetch import RobotsFetching
+from transforms.fetch.sender import Sender, prepare_request
 from transforms.fetch.slots import fetch_in_slots
 
 log = logging.getLogger(__name__)
@@ -86,7 +83,7 @@ class _Observed(list):
 class HostFetcher(RobotsFetching):
     """Fetches the URLs of one host at a time; see `fetch_host`.
 
-    One instance holds one `requests.Session` (keep-alive) and must be used by one thread
+    One instance holds its own keep-alive connections (a `Sender`) and must be used by one thread
     at a time. `clock`/`sleep` are injectable for tests; deadlines use time.monotonic.
     """
 
@@ -104,28 +101,15 @@ class HostFetcher(RobotsFetching):
         self.ua_token = robotsmod.product_token(config.user_agent)
         self._watchdog: Watchdog | None = None
         self._addresses: dict[tuple[str, int], str] = {}
-        self._session = self._new_session()
-
-    def _new_session(self) -> requests.Session:
-        s = requests.Session()
-        s.trust_env = False                  # no proxies / netrc from the environment
-        adapter = self._adapter = DialAdapter(self._dial, self._watch, max_retries=0,
-                                               pool_connections=4, pool_maxsize=1)
-        s.mount("http://", adapter)
-        s.mount("https://", adapter)
-        s.verify = self.config.ca_bundle or True
-        s.headers.clear()
-        s.headers.update({
-            "User-Agent": self.config.user_agent,
-            "Accept": ACCEPT,
-            "Accept-Encoding": accept_encoding(),
-        })
-        return s
+        # no proxies or netrc from the environment: every connection dials a guarded address
+        self._sender = Sender(self._dial, self._watch, config.ca_bundle or True)
+        self._headers = {"User-Agent": config.user_agent, "Accept": ACCEPT,
+                         "Accept-Encoding": accept_encoding()}
 
     def close(self) -> None:
         if self.render_session is not None:
             self.render_session.close()
-        self._session.close()
+        self._sender.close()
 
     def __enter__(self):
         return self
@@ -169,7 +153,7 @@ class HostFetcher(RobotsFetching):
                  method: str = "GET", data: str | None = None) -> Response | Failure:
         cfg = self.config
         if method != "GET":      # a POST on a new connection: a connect error means nothing was sent
-            self._adapter.poolmanager.clear()
+            self._sender.clear()
         t0 = self.clock()
         m0 = time.monotonic()
         deadline_at = m0 + cfg.deadline
@@ -177,15 +161,13 @@ class HostFetcher(RobotsFetching):
         resp = None
         try:
             try:
-                # The adapter directly, not Session.send: even with allow_redirects=False
-                # a Session reads a 3xx body whole (unbounded, decoded) to look for the
-                # next hop. No cookie jar either: the crawler is stateless per request.
-                prep = prepare_request(method, url, self._session.headers, headers,
+                # No redirects followed (the pipeline counts the hops), no cookie jar:
+                # the crawler is stateless per request.
+                prep = prepare_request(method, url, self._headers, headers,
                                        data.encode("utf-8") if data is not None else None)
-                resp = self._adapter.send(
-                    prep, stream=True, verify=self._session.verify, cert=None, proxies={},
-                    timeout=(min(cfg.connect_timeout, cfg.deadline), min(cfg.read_timeout, cfg.deadline)))
-                status = resp.status_code
+                resp = self._sender.send(prep, min(cfg.connect_timeout, cfg.deadline),
+                                         min(cfg.read_timeout, cfg.deadline))
+                status = resp.status
                 kept = [] if cfg.keep_http else None   # the payload as received, for the WARC
                 if keep_body and 200 <= status < 300:
                     body, truncated, note = read_body(resp, cap, deadline_at, wd, kept)
@@ -195,7 +177,7 @@ class HostFetcher(RobotsFetching):
                     cut = not drain(resp, deadline_at, wd, kept)
             except Exception as e:       # noqa: BLE001 - classified below, unknown re-raised
                 if resp is not None:
-                    resp.raw.close()
+                    resp.close()
                 cls = classify_exception(e)
                 if wd.fired and (cls is None or cls[0] == TRANSIENT and cls[1] != "dns"):
                     cls = (TRANSIENT, "deadline")     # whatever broke, the watchdog broke it
@@ -267,7 +249,7 @@ class HostFetcher(RobotsFetching):
             res.etag = res.etag or req.etag
             res.last_modified = res.last_modified or req.last_modified
         elif 300 <= status < 400:
-            loc = self._session.get_redirect_target(LocationOnly(h))
+            loc = redirect_target(h)
             if loc:
                 res.outcome = REDIRECT
                 res.redirect_to = urljoin(req.url, loc.strip())

@@ -105,7 +105,8 @@ def polite_get(f, url, state, rnd, job):
         return refuse(job, out.reason)
     if out.truncated:
         return refuse(job, "body_cap")
-    headers = {k: v for k, v in out.headers.items() if k.lower() not in DROP_HEADERS}
+    # one entry per name, repeated headers joined (urllib3's items() repeats the name)
+    headers = {k: out.headers[k] for k in out.headers if k.lower() not in DROP_HEADERS}
     return out.status, headers, out.body
 
 
