@@ -51,10 +51,10 @@ BATCH_BYTES = 1 << 20   # a batch of messages is cut at this many bytes of bodie
 
 
 def _bytes(message) -> int:
-    """The bytes a message's page carries (its body and the like); 0 for other messages."""
+    """The bytes of a message's page body (the rest of a page is small); 0 for other messages."""
     if message[0] != "page":
         return 0
-    return sum(len(v) for v in message[2].values() if isinstance(v, (bytes, str)))
+    return len(message[2].get("body") or b"")
 
 
 class Outbox:
@@ -118,7 +118,7 @@ def serve(conn, config, threads):
         send(("done", host, result))
 
     try:
-        running = []
+        running = set()    # the jobs not done (each removes itself: no scan per job)
         while True:
             try:
                 message = conn.recv()
@@ -127,12 +127,11 @@ def serve(conn, config, threads):
             if message is None:
                 break
             if message[0] == "job":
-                running = [f for f in running if not f.done()]
-                running.append(pool.submit(one, *message[1:]))
+                future = pool.submit(one, *message[1:])
+                running.add(future)
+                future.add_done_callback(running.discard)
             else:                            # ("last",): the bundle's jobs are all sent
-                for f in running:
-                    f.result()
-                running = []
+                cf.wait(list(running))
                 send(("end",))
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
