@@ -22,9 +22,21 @@ All results are pure functions of their key, so memoising them changes no output
     those of its function object (the bound first argument is dropped either way), so they
     are kept per function object (weakly); other callables are not cached;
   * the yield-and-return check reads the source of that same function object.
-`install()` patches the Beam modules of this (launcher) process only: the pipeline proto
-sent to any runner is unchanged, so nothing depends on it on Flink/Dataflow workers. It
-is idempotent, and does nothing if Beam's internals no longer look as expected.
+Declared output types are kept with the type check off. A round runs without Beam's
+construction-time type check (`runner.pipeline_options`), which in Beam 2.77 also drops every
+element type, declared ones included: each `with_output_types(pa.Table)` then fell back to
+pickling its tables (and to pickling each sampled element again to estimate its size),
+instead of `tableio.ArrowTableCoder`. `_declared_types` lets Beam type a result when it is
+cheap to: the transform declares its output type (`with_output_types`, explicitly: not
+inferred from annotations, which nothing checks), or it is a shuffle or flatten whose type
+follows from its input; every other result stays untyped, as before (no bytecode inference).
+With `--pipeline_type_check` Beam's own inference runs unchanged.
+
+`install()` patches the Beam modules of this (launcher) process only. The memoisations
+leave the pipeline proto unchanged; the kept types give those PCollections their declared
+coders, which the proto carries to any runner (nothing else on Flink/Dataflow workers
+depends on the patches). It is idempotent, and does nothing if Beam's internals no longer
+look as expected.
 """
 import types
 import weakref
@@ -87,9 +99,29 @@ def _own_lists(got):
     return list(got[0]), list(got[1])   # callers get their own lists, as before
 
 
+def _declared_types(original, cheap_kinds):
+    """Pipeline._infer_result_type that types a result with the type check off when its
+    transform declares its output type or is one of `cheap_kinds` (module docstring)."""
+
+    def infer(self, transform, inputs, result_pcollection):
+        from apache_beam.options.pipeline_options import TypeOptions
+        options = self._options.view_as(TypeOptions)
+        declared = getattr(getattr(transform, "_type_hints", None), "output_types", None)
+        if options.pipeline_type_check or not (declared or isinstance(transform, cheap_kinds)):
+            return original(self, transform, inputs, result_pcollection)
+        options.pipeline_type_check = True        # Beam's own typing, for this result only
+        try:
+            return original(self, transform, inputs, result_pcollection)
+        finally:
+            options.pipeline_type_check = False
+
+    infer.__wrapped__ = original
+    return infer
+
+
 def install():
     """Memoise userstate.get_dofn_specs, PipelineOptions.view_as and core's two per-function
-    helpers (once per process)."""
+    helpers, and keep declared output types (once per process)."""
     global _installed
     if _installed:
         return
@@ -104,7 +136,12 @@ def install():
     view_as = pipeline_options.PipelineOptions.__dict__.get("view_as")
     if callable(view_as) and not hasattr(view_as, "__wrapped__"):
         pipeline_options.PipelineOptions.view_as = _cached_view_as(view_as)
+    from apache_beam import pipeline
     from apache_beam.transforms import core
+    infer = pipeline.Pipeline.__dict__.get("_infer_result_type")
+    if callable(infer) and not hasattr(infer, "__wrapped__"):
+        pipeline.Pipeline._infer_result_type = _declared_types(
+            infer, (core.GroupByKey, core.Flatten, core.Impulse))
     # both are looked up as core.<name> at call time (get_function_arguments, ParDo.__init__,
     # CallableWrapperDoFn, MapTuple, FlatMapTuple)
     for name, copy in (("get_function_args_defaults", _own_lists),

@@ -34,6 +34,8 @@ from transforms.fetch.gcpause import full_collections_deferred
 from transforms.fetch.hostjob import FetcherFactory, fetch_one_host
 from transforms.fetch.progress import ERROR_OUTCOMES, FetchProgress, ProgressReporter
 from transforms.tableio.sideinput import combined_side_input
+from transforms.tableio.join import JoinTables
+from transforms.tableio.coder import HostTable
 from transforms.tableio.step import RowsToTables
 
 
@@ -288,17 +290,17 @@ class Fetch(beam.PTransform):
         # URLs the scope rejects now (flags changed since they were queued) are not fetched
         fetch_list, out_of_scope, scope_filtered = (
             fetch_list | "CheckScope" >> beam.ParDo(CheckScope(self.url_filter))
-            .with_outputs("results", "filtered", main="kept"))
+            .with_output_types(HostTable).with_outputs("results", "filtered", main="kept"))
         # each fetched host meets its cached state (robots rules, delay, errors)
         selected = beam.pvalue.AsList(fetch_list | "SelectedHosts" >> beam.Keys())
         host_state = hosts | "SelectedHostState" >> beam.FlatMap(_host_rows, selected)
-        other_hosts = hosts | "UnselectedHosts" >> beam.Map(_other_hosts, selected)
+        other_hosts = hosts | "UnselectedHosts" >> beam.Map(_other_hosts, selected).with_output_types(pa.Table)
         # the progress line's "planned": the whole fetch list's URLs
         planned = combined_side_input(
             fetch_list | "PlannedUrls" >> beam.Map(lambda kv: kv[1].num_rows), "CountPlanned", sum)
         pages, fetched_hosts, sitemap_files, fetch_stats = (
             {"urls": fetch_list, "state": host_state}
-            | "JoinHostState" >> beam.CoGroupByKey()
+            | "JoinHostState" >> JoinTables(table_tags=["urls"])
             | "Fetch" >> beam.ParDo(self.fetch_hosts, planned=planned)
             .with_outputs("hosts", "sitemaps", "stats", main="pages"))
         return {

@@ -4,6 +4,7 @@ import apache_beam as beam
 import pyarrow as pa
 
 from transforms.generate.select import due_mask, merge_fetch_list, select, split_by_host
+from transforms.tableio.coder import HostTable
 
 
 class SelectCombineFn(beam.CombineFn):
@@ -52,5 +53,5 @@ class Generate(beam.PTransform):
             selected = (selected | "AllSelected" >> beam.combiners.ToList()
                         | "WithRevisits" >> beam.Map(lambda ts: merge_fetch_list([revisits] + ts, cap)))
         return (selected
-                | "SplitByHost" >> beam.FlatMap(split_by_host)
+                | "SplitByHost" >> beam.FlatMap(split_by_host).with_output_types(HostTable)
                 | "SpreadHosts" >> beam.Reshuffle())

@@ -1,9 +1,11 @@
 """Table I/O: crawl tables in and out of a round (Parquet through Beam's FileSystems).
 
 - `files`: plain functions that read row groups and whole views of a table's files.
-- `step`: the Beam side: `ReadTables`, `WriteTable`, `WriteStats`, `RowsToTables` and the
-  `ArrowTableCoder` that lets `pa.Table` elements cross stage boundaries cheaply;
+- `step`: the Beam side: `ReadTables`, `WriteTable`, `WriteStats`, `RowsToTables`;
   `SpillToFiles`/`ReadSpilled` (`Spill`): a PCollection through spill files (--memory_mb).
+- `coder`: `ArrowTableCoder`, which lets `pa.Table` elements cross stage boundaries as Arrow
+  IPC (registered on import), and `HostTable`, the type of a (host, table) element.
+- `join`: `JoinTables`, a CoGroupByKey whose table inputs are typed (so coded as above).
 - `spill`: the spill files a round's large intermediate data waits in (rounds/N/_spill/).
 - `sideinput`: `combined_side_input`, a combined value read as a side input without the
   default-injection stage `CombineGlobally` would add (Beam plumbing the stages share).

@@ -10,8 +10,8 @@ only the row groups it needs (`read_row_group`). Files are opened through Beam's
 
 Writing: `WriteTable` writes Arrow tables as temporary Parquet parts (one per bundle,
 small upstream tables buffered into large row groups) and `CommitTables` renames every
-table's parts in one step; `WriteStats` sums the round's counter dicts into one JSON file. `ArrowTableCoder`
-carries `pa.Table` elements between stages as Arrow IPC bytes.
+table's parts in one step; `WriteStats` sums the round's counter dicts into one JSON file.
+Tables cross stages as Arrow IPC (`coder.ArrowTableCoder`, registered on import).
 """
 
 import json
@@ -31,39 +31,10 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import tables
 from transforms.tableio import spill
+from transforms.tableio import coder  # noqa: F401 - registers ArrowTableCoder for pa.Table
 from transforms.tableio.files import OpenPart, _subschema, read_row_groups, temp_dir
 from transforms.tableio.layers import DeltaIndex, layer_key_groups
 
-
-class ArrowTableCoder(beam.coders.Coder):
-    """pa.Table <-> Arrow IPC stream bytes (schema included, so any table round-trips)."""
-
-    def encode(self, table):
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, table.schema) as writer:
-            writer.write_table(table)
-        return sink.getvalue().to_pybytes()
-
-    def decode(self, data):
-        return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
-
-    def estimate_size(self, table):
-        return table.nbytes
-
-    def is_deterministic(self):
-        return False
-
-    def to_type_hint(self):
-        return pa.Table
-
-    def __eq__(self, other):
-        return type(self) is type(other)
-
-    def __hash__(self):
-        return hash(type(self))
-
-
-beam.coders.registry.register_coder(pa.Table, ArrowTableCoder)
 
 class _ReadRowGroups(beam.DoFn):
     def __init__(self, schema, columns, with_positions):
@@ -172,7 +143,8 @@ class RowsToTables(beam.PTransform):
         schema = self.schema
         return (rows
                 | "Batch" >> beam.BatchElements(min_batch_size=1, max_batch_size=self.max_batch)
-                | "ToTable" >> beam.Map(lambda batch: pa.Table.from_pylist(batch, schema=schema)))
+                | "ToTable" >> beam.Map(lambda batch: pa.Table.from_pylist(batch, schema=schema))
+                .with_output_types(pa.Table))
 
 
 class _WriteParts(beam.DoFn):
