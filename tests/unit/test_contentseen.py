@@ -50,6 +50,20 @@ def test_signatures_match_datasketch_and_round_trip_through_arrow():
     assert valid.tolist() == [True, False, False] and np.array_equal(back[0], sigs[0])
 
 
+def test_a_batch_of_pages_sharing_shingles_signs_each_as_datasketch_does():
+    from datasketch import MinHash
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+    texts = [" ".join(words[i:] + words[:i]) for i in range(6)] + ["", "x y", " ".join(reversed(words))]
+    sigs, has = contentseen_fingerprints.minhash_signatures(texts)
+    for text, sig, signed in zip(texts, sigs, has):
+        sh = contentseen_fingerprints.shingles(text)
+        assert signed == bool(sh)
+        if sh:
+            m = MinHash(num_perm=128, seed=1)
+            m.update_batch(sh)
+            assert np.array_equal(sig, m.hashvalues), text
+
+
 def test_lsh_params_are_datasketch_s():
     from datasketch import MinHashLSH
     lsh = MinHashLSH(threshold=0.9, num_perm=128)

@@ -180,7 +180,7 @@ def minhash_signatures(texts, num_perm: int = NUM_PERM, shingle: int = SHINGLE,
 
     Bit for bit datasketch's `MinHash(num_perm, seed, scheme="affine32")` updated with
     `shingles(text)` (sha1_hash32 of each shingle, fmix32, a*h + b mod 2^32, minimum), but
-    for the whole batch at once: one sha1 per distinct shingle, the permutations applied
+    for the whole batch at once: one sha1 per distinct shingle of the batch, the permutations applied
     to blocks of the batch's hashes as one numpy product and the minimum per page taken
     with `np.minimum.reduceat`. Rows without a signature are all 0xFFFFFFFF.
     """
@@ -191,10 +191,13 @@ def minhash_signatures(texts, num_perm: int = NUM_PERM, shingle: int = SHINGLE,
     rows = np.flatnonzero(has)
     if not len(rows):
         return sigs, has
+    # one sha1 per distinct shingle of the batch: pages of a site share many word pairs
+    index = {}
+    ids = np.fromiter([index.setdefault(s, len(index)) for ss in sh for s in ss], np.int64, int(counts.sum()))
     sha1 = _SHA1
-    digests = b"".join([sha1(s).digest() for ss in sh for s in ss])
+    digests = b"".join([sha1(s).digest() for s in index])
     hv = np.frombuffer(digests, np.uint8).reshape(-1, 20)[:, :4].copy().view("<u4").ravel()
-    hv = _fmix32(hv.astype(np.uint32))
+    hv = _fmix32(hv.astype(np.uint32))[ids]
     a, b = permutations(num_perm, seed)
     a, b = a[:, None], b[:, None]
     ends = np.cumsum(counts[rows])
