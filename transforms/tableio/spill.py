@@ -39,15 +39,24 @@ def encode(element) -> bytes:
     return pickle.dumps(element, protocol=pickle.HIGHEST_PROTOCOL)
 
 
+FLUSH_BYTES = 256 * 1024   # pickled elements gathered before one write into the zstd stream
+
+
 class SpillWriter:
     """One spill file, written element by element through a zstd stream into the file.
 
     `add` returns the uncompressed bytes written so far (what a caller sizes files by);
     `close` ends the file and returns that total; `abort` closes it unfinished (it then
-    reads as damaged; it lies in the round's spill directory, deleted with it)."""
+    reads as damaged; it lies in the round's spill directory, deleted with it).
+
+    Elements are gathered up to FLUSH_BYTES and written to the stream together: each write
+    releases the interpreter lock, and in the fetching process, where the fetch threads
+    contend for it, two writes per element (length, then payload) cost more than pickling
+    the element (py-spy of a 16 000-page round: 206 of the writer's 304 samples)."""
 
     def __init__(self, path: str):
         self.path, self.raw_bytes, self.count = path, 0, 0
+        self._pending, self._pending_bytes = [], 0
         handle = FileSystems.create(path)
         try:
             handle.write(MAGIC)
@@ -58,14 +67,21 @@ class SpillWriter:
 
     def add(self, element) -> int:
         payload = encode(element)
-        self._stream.write(struct.pack("<I", len(payload)))
-        self._stream.write(payload)
+        self._pending += (struct.pack("<I", len(payload)), payload)
+        self._pending_bytes += 4 + len(payload)
         self.raw_bytes += 4 + len(payload)
         self.count += 1
+        if self._pending_bytes >= FLUSH_BYTES:
+            self._flush()
         return self.raw_bytes
 
+    def _flush(self):
+        self._stream.write(b"".join(self._pending))
+        self._pending, self._pending_bytes = [], 0
+
     def close(self) -> int:
-        self._stream.write(struct.pack("<IQ", END, self.count))
+        self._pending.append(struct.pack("<IQ", END, self.count))
+        self._flush()
         self._stream.close()
         return self.raw_bytes
 
