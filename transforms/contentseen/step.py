@@ -370,8 +370,8 @@ class ApplyContentSeen(beam.PTransform):
         dups = ({"new": visited, "old": probed[EXACT] | "ReadExactHits" >> ReadHits(EXACT)}
                 | "ExactDuplicates" >> ContentSeen(self.round_no))
         dup_side = beam.pvalue.AsDict(dups | "DupFps" >> beam.FlatMap(_pairs))
-        visited = visited | "MarkDuplicates" >> beam.Map(mark_duplicates, dup_side)
-        pages = pages | "DropDuplicateBodies" >> beam.Map(_drop_rows, dup_side)
+        visited = visited | "MarkDuplicates" >> beam.Map(mark_duplicates, dup_side).with_output_types(pa.Table)
+        pages = pages | "DropDuplicateBodies" >> beam.Map(_drop_rows, dup_side).with_output_types(pa.Table)
         if not self.expand_duplicates:
             links = links | "DropDuplicateLinks" >> beam.Filter(
                 lambda b, d: b.get("src_fp") not in d or b.get("source") != tables.SOURCE_LINK,
@@ -386,7 +386,7 @@ class ApplyContentSeen(beam.PTransform):
             clusters = visited.pipeline | "NoNear" >> beam.Create([ASSIGNMENTS.empty_table()])
         # one row per page that joined a cluster; its visited row names the cluster
         asg = beam.pvalue.AsSingleton(clusters)
-        visited = visited | "MarkNear" >> beam.Map(mark_near, asg)
+        visited = visited | "MarkNear" >> beam.Map(mark_near, asg).with_output_types(pa.Table)
         near_tables = visited | "NearTables" >> beam.FlatMap(near_rows, asg)
         mirrors = dups | "SuspectMirrors" >> SuspectMirrors()
         stats = ({"duplicates": dups, "clusters": clusters, "mirrors": mirrors, "visited": visited}

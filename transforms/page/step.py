@@ -14,6 +14,7 @@ Outputs, per page, one element on each that applies:
 import time
 
 import apache_beam as beam
+import pyarrow as pa
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
@@ -237,7 +238,7 @@ class ProcessPages(beam.PTransform):
                        lambda r, t: sign_text(r, t.get(r["host"]), TEXT_FOR_MINHASH),
                        beam.pvalue.AsDict(template))
                    | "BatchVisited" >> beam.BatchElements(min_batch_size=1, max_batch_size=2000)
-                   | "VisitedTables" >> beam.ParDo(VisitedTables(self.processes)))
+                   | "VisitedTables" >> beam.ParDo(VisitedTables(self.processes)).with_output_types(pa.Table))
         docfreq = None
         if self.config.focus is not None:   # vertical crawling: the round's DF delta
             docfreq = (processed.visited
