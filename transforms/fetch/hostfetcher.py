@@ -313,7 +313,7 @@ class HostFetcher(RobotsFetching):
                 return
 
     def slot_fetcher(self) -> "HostFetcher":
-        """Another connection to the same host (--conns_per_host): its own session."""
+        """Another connection to the same host (--conns_per_host): its own connections."""
         return HostFetcher(self.config, self.clock, self.sleep, self.resolver, self.renderer, self.deadlines)
 
     def _fetch_one(self, req: FetchRequest, state: HostState, rnd, start: float) -> FetchResult:

@@ -130,7 +130,7 @@ def host_row_unchanged(host, state_row):
 
 
 class FetcherFactory:
-    """Picklable factory so each thread builds its own HostFetcher (and session); the
+    """Picklable factory so each thread builds its own HostFetcher (and connections); the
     fetchers share one deadline thread (connection.Deadlines), stopped by `close`, and one
     resolver (thread-safe): each fetcher built its own from --resolve/--resolve_file, two
     dicts of every mapped host per fetched host."""
