@@ -50,9 +50,10 @@ class SpillWriter:
     reads as damaged; it lies in the round's spill directory, deleted with it).
 
     Elements are gathered up to FLUSH_BYTES and written to the stream together: each write
-    releases the interpreter lock, and in the fetching process, where the fetch threads
-    contend for it, two writes per element (length, then payload) cost more than pickling
-    the element (py-spy of a 16 000-page round: 206 of the writer's 304 samples)."""
+    releases the interpreter lock, and in the fetching process, where the threads reading
+    the fetch processes' pages contend for it, two writes per element (length, then payload)
+    cost more than pickling the element (py-spy of a 16 000-page round: 206 of the writer's
+    304 samples)."""
 
     def __init__(self, path: str):
         self.path, self.raw_bytes, self.count = path, 0, 0
