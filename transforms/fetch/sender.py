@@ -133,15 +133,14 @@ def prepare_request(method: str, url: str, base_headers: dict, headers: dict | N
     cookies, auth, hooks or params): same method, URL, headers (names, values, order), body
     and target. Raises requests' InvalidURL / InvalidHeader as it does."""
     method = method.upper()
-    merged = _merged(base_headers, headers)
     if data is None and method == "GET":        # (any other method gets a Content-Length)
         target = _plain_target(url)
         if target is not None:
-            return Prepared(method, url, merged, None, target)
+            return Prepared(method, url, _merged(base_headers, headers), None, target)
     p = requests.PreparedRequest()
     p.prepare_method(method)
-    p.prepare_url(url, None)
-    p.prepare_headers(merged)
+    p.prepare_url(url, None)     # first, as requests: a bad URL is InvalidURL whatever the headers
+    p.prepare_headers(_merged(base_headers, headers))
     p.prepare_body(data, None, None)
     p.prepare_auth(None, url)
     return Prepared(p.method, p.url, dict(p.headers.items()), p.body, p.path_url)
