@@ -8,9 +8,13 @@ there, and with it Beam and the whole pipeline; a script without a `__main__` gu
 also run again in them.
 """
 import contextlib
+import logging
 import multiprocessing
 import os
 import sys
+import threading
+
+log = logging.getLogger(__name__)
 
 # imported once by the fork server, inherited by every helper (names, not imports: the
 # stages depend on this module, not the other way round)
@@ -72,3 +76,52 @@ def stop_helper(conn, proc, kill=False):
         if proc.is_alive():
             proc.kill()
             proc.join()
+
+
+class Helper:
+    """One helper process started in the background, and why it stopped (`broken`).
+
+    `start(target, *args)` runs `start_helper` on a thread (a helper's start blocks ~0.25 s;
+    the caller goes on meanwhile), `ready()` waits for it, `close(kill)` ends it
+    (`stop_helper`). `_break(error)` records the first reason it stopped and logs
+    `STOPPED % reason` once. The pipe end and process are `_conn` and `_proc`. The fetch
+    process (fetchproc.FetchProcess) and the MinHash helper (page.pool.SignPool) are ones."""
+
+    NAME = "beamcrawl-helper"
+    STOPPED = "a helper process stopped (%s)"
+
+    def __init__(self):
+        self._conn = self._proc = self._starter = None
+        self.broken = None
+
+    def start(self, target, *args):
+        if self._starter is None:
+            def run():
+                try:
+                    self._conn, self._proc = start_helper(target, *args, name=self.NAME)
+                except Exception as e:   # noqa: BLE001 - e.g. a daemonic worker (Dask) may not start children
+                    self._break(e)
+            self._starter = threading.Thread(target=run, name=f"{self.NAME}-start", daemon=True)
+            self._starter.start()
+        return self
+
+    def ready(self):
+        """Wait for the start; True if the helper runs."""
+        if self._starter is not None:
+            self._starter.join()
+        return self.broken is None and self._proc is not None
+
+    def _break(self, error):
+        if self.broken is None:
+            self.broken = f"{type(error).__name__}: {error}"
+            log.warning(self.STOPPED, self.broken)
+
+    def close(self, kill=False):
+        """End the helper: once it reads the None sent on its pipe, or at once with `kill`."""
+        if self._starter is not None:
+            self._starter.join()
+        self._stop(kill)
+
+    def _stop(self, kill=False):   # (without waiting for the start: `_break` may run in it)
+        conn, proc, self._conn, self._proc = self._conn, self._proc, None, None
+        stop_helper(conn, proc, kill)

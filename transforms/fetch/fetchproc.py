@@ -40,7 +40,7 @@ import threading
 from transforms import faults
 from transforms.fetch.hostjob import (FetcherFactory, as_rows, fetch_one_host, host_row_unchanged,
                                       transient_pages)
-from transforms.procs import start_helper, stop_helper, usable_cores
+from transforms.procs import Helper, usable_cores
 
 log = logging.getLogger(__name__)
 
@@ -164,40 +164,22 @@ def lost_host(host, rows, state_row, received, reason):
             host_row_unchanged(host, state_row), None)
 
 
-class FetchProcess:
-    """The child process and its pipe, for one DoFn instance (started once, many bundles)."""
+class FetchProcess(Helper):
+    """The child process and its pipe, for one DoFn instance (started once, many bundles).
+    `broken` says why it stopped: bundles then fetch in the other children or in-process."""
+
+    NAME = "beamcrawl-fetch"
+    STOPPED = ("a fetch process stopped (%s); the other fetch processes, or with none left the "
+               "round's process, fetch from now on (--fetch_process false fetches in the "
+               "round's process from the start).")
 
     def __init__(self, config, threads):
+        super().__init__()
         self.config, self.threads = config, threads
-        self._conn = self._proc = None
-        self._starter = None
-        self.broken = None      # why the fetch process stopped: bundles then fetch in-process
 
     def start(self):
         """Start the child in a background thread (the DoFn keeps receiving its hosts)."""
-        if self._starter is None:
-            self._starter = threading.Thread(target=self._start, name="fetch-process-start", daemon=True)
-            self._starter.start()
-        return self
-
-    def _start(self):
-        try:
-            self._conn, self._proc = start_helper(serve, self.config, self.threads, name="beamcrawl-fetch")
-        except Exception as e:   # noqa: BLE001 - e.g. a daemonic worker (Dask) may not start children
-            self._break(e)
-
-    def ready(self):
-        """Wait for the start; True if the child runs (else fetch in-process)."""
-        if self._starter is not None:
-            self._starter.join()
-        return self.broken is None and self._proc is not None
-
-    def _break(self, error):
-        if self.broken is None:
-            self.broken = f"{type(error).__name__}: {error}"
-            log.warning("a fetch process stopped (%s); the other fetch processes, or with none left "
-                        "the round's process, fetch from now on (--fetch_process false fetches in "
-                        "the round's process from the start).", self.broken)
+        return super().start(serve, self.config, self.threads)
 
     def fetch(self, jobs):
         """Fetch a bundle's jobs in the child. Yields `("host", host)`, `("page", host, page)`
@@ -257,13 +239,6 @@ class FetchProcess:
         finally:
             if not finished:   # the bundle stopped reading (it failed downstream): the rest of
                 self.close(kill=True)   # its messages must not reach the next bundle
-
-    def close(self, kill=False):
-        """Stop the child: after its bundle (it ends on the None it reads next), or at once."""
-        if self._starter is not None:
-            self._starter.join()
-        conn, proc, self._conn, self._proc = self._conn, self._proc, None, None
-        stop_helper(conn, proc, kill)
 
 
 class _Raised:

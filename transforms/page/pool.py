@@ -28,8 +28,7 @@ import numpy as np
 
 from transforms.contentseen.fingerprints import minhash_signatures
 from transforms.page.fate import page_fate
-from transforms.procs import (helper_context, main_module_hidden, start_helper, stop_helper,
-                             usable_cores)
+from transforms.procs import Helper, helper_context, main_module_hidden, usable_cores
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +156,7 @@ def _sign_loop(conn):
         conn.send(minhash_signatures(texts))
 
 
-class SignPool:
+class SignPool(Helper):
     """MinHash signatures of VISITED batches, half of each big batch on a helper process.
 
     After the fetch stage the round signs every page's text (`minhash_signatures`) in one
@@ -171,28 +170,19 @@ class SignPool:
     warning)."""
 
     MIN_TEXTS = 256
+    NAME = "beamcrawl-sign"
+    STOPPED = "the MinHash helper process stopped (%s); signing in the round's process."
 
     def __init__(self, min_texts=MIN_TEXTS):
+        super().__init__()
         self.min_texts = min_texts
-        self._conn = self._proc = self._starter = None
-        self.broken = None
         self.sent = 0        # half-batches the helper signed
 
     def start(self):
-        def run():
-            try:
-                self._conn, self._proc = start_helper(_sign_loop, name="beamcrawl-sign")
-            except Exception as e:   # noqa: BLE001 - no helper (e.g. a daemonic worker): sign here
-                self._break(e)
-        self._starter = threading.Thread(target=run, name="sign-pool-start", daemon=True)
-        self._starter.start()
-        return self
+        return super().start(_sign_loop)
 
     def _break(self, error):
-        if self.broken is None:
-            self.broken = f"{type(error).__name__}: {error}"
-            log.warning("the MinHash helper process stopped (%s); signing in the round's process.",
-                        self.broken)
+        super()._break(error)
         self._stop(kill=True)
 
     def sign(self, texts):
@@ -214,12 +204,3 @@ class SignPool:
             self._break(e)
             first = minhash_signatures(texts[:half])
         return np.concatenate([first[0], mine[0]]), np.concatenate([first[1], mine[1]])
-
-    def _stop(self, kill=False):
-        conn, proc, self._conn, self._proc = self._conn, self._proc, None, None
-        stop_helper(conn, proc, kill)
-
-    def close(self):
-        if self._starter is not None:
-            self._starter.join()
-        self._stop()
