@@ -157,9 +157,13 @@ class Sender:
         self.verify = verify
         self._pools = _DialPoolManager(num_pools=pools, maxsize=1, block=False, dial=dial, watch=watch)
         self._retries = Retry(0, read=False)
+        # where an https pool finds its CAs, looked up once (requests' adapter did per request)
+        self._ca = DEFAULT_CA_BUNDLE_PATH if verify is True else verify
+        self._ca_found = bool(self._ca) and os.path.exists(self._ca)
+        self._ca_is_dir = self._ca_found and os.path.isdir(self._ca)
         self._pool_kwargs = {"cert_reqs": "CERT_REQUIRED"}
         if isinstance(verify, str):
-            self._pool_kwargs["ca_cert_dir" if os.path.isdir(verify) else "ca_certs"] = verify
+            self._pool_kwargs["ca_cert_dir" if self._ca_is_dir else "ca_certs"] = verify
 
     def clear(self) -> None:
         """Close every connection (the next request opens a new one)."""
@@ -205,16 +209,14 @@ class Sender:
         scheme = parsed.scheme.lower()
         pool = self._pools.connection_from_host(parsed.hostname, port=parsed.port, scheme=scheme,
                                                 pool_kwargs=self._pool_kwargs)
-        verify = self.verify
-        if scheme == "https" and verify:
-            where = DEFAULT_CA_BUNDLE_PATH if verify is True else verify
-            if not where or not os.path.exists(where):
-                raise OSError(f"Could not find a suitable TLS CA certificate bundle, invalid path: {where}")
+        if scheme == "https" and self.verify:
+            if not self._ca_found:
+                raise OSError(f"Could not find a suitable TLS CA certificate bundle, invalid path: {self._ca}")
             pool.cert_reqs = "CERT_REQUIRED"
-            if os.path.isdir(where):
-                pool.ca_cert_dir = where
+            if self._ca_is_dir:
+                pool.ca_cert_dir = self._ca
             else:
-                pool.ca_certs = where
+                pool.ca_certs = self._ca
         else:
             pool.cert_reqs, pool.ca_certs, pool.ca_cert_dir = "CERT_NONE", None, None
         return pool
