@@ -99,13 +99,12 @@ def _own_lists(got):
     return list(got[0]), list(got[1])   # callers get their own lists, as before
 
 
-def _declared_types(original, cheap_kinds):
+def _declared_types(original, cheap_kinds, type_options):
     """Pipeline._infer_result_type that types a result with the type check off when its
     transform declares its output type or is one of `cheap_kinds` (module docstring)."""
 
     def infer(self, transform, inputs, result_pcollection):
-        from apache_beam.options.pipeline_options import TypeOptions
-        options = self._options.view_as(TypeOptions)
+        options = self._options.view_as(type_options)
         declared = getattr(getattr(transform, "_type_hints", None), "output_types", None)
         if options.pipeline_type_check or not (declared or isinstance(transform, cheap_kinds)):
             return original(self, transform, inputs, result_pcollection)
@@ -141,7 +140,7 @@ def install():
     infer = pipeline.Pipeline.__dict__.get("_infer_result_type")
     if callable(infer) and not hasattr(infer, "__wrapped__"):
         pipeline.Pipeline._infer_result_type = _declared_types(
-            infer, (core.GroupByKey, core.Flatten, core.Impulse))
+            infer, (core.GroupByKey, core.Flatten, core.Impulse), pipeline_options.TypeOptions)
     # both are looked up as core.<name> at call time (get_function_arguments, ParDo.__init__,
     # CallableWrapperDoFn, MapTuple, FlatMapTuple)
     for name, copy in (("get_function_args_defaults", _own_lists),
