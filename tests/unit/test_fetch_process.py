@@ -320,16 +320,23 @@ class _Recording:
         self.conn.close()
 
 
+def _started_fleet(srv, names, delay):
+    """(slow jobs of `names`, a started fleet of two children of 2 threads) on `srv`."""
+    from transforms.fetch.fetchproc import FetchFleet
+    cfg = loopback_config({n: srv for n in names}, delay_per_host=delay)
+    fleet = FetchFleet(cfg, 2, 2).start()
+    assert fleet.ready()
+    return _slow_jobs(srv, names), fleet
+
+
+SLOW = {"/robots.txt": status(404), "*": page(b"<html>slow</html>")}
+
+
 def test_when_a_child_of_a_fleet_dies_the_others_take_its_jobs_and_nothing_is_lost():
     """One of two children killed mid-bundle: its hosts' URLs not received come back transient,
     the jobs it had not taken are fetched by the other child, every host gets its "done"."""
-    from transforms.fetch.fetchproc import FetchFleet
-    with LocalServer({"/robots.txt": status(404), "*": page(b"<html>slow</html>")}) as srv:
-        names = [f"k{i}.test" for i in range(8)]
-        cfg = loopback_config({n: srv for n in names}, delay_per_host=0.02)
-        jobs = _slow_jobs(srv, names)
-        fleet = FetchFleet(cfg, 2, 2).start()
-        assert fleet.ready()
+    with LocalServer(SLOW) as srv:
+        jobs, fleet = _started_fleet(srv, [f"k{i}.test" for i in range(8)], 0.02)
         victim = fleet.children[0]
         _, leftovers = _fetch_killing(fleet.fetch(jobs), jobs, 3, victim._proc.kill)
         assert len(leftovers) < sum(len(rows) for _, rows, _ in jobs) // 2   # the other child went on
@@ -338,13 +345,8 @@ def test_when_a_child_of_a_fleet_dies_the_others_take_its_jobs_and_nothing_is_lo
 
 
 def test_when_every_child_of_a_fleet_dies_the_jobs_left_come_back_transient():
-    from transforms.fetch.fetchproc import FetchFleet
-    with LocalServer({"/robots.txt": status(404), "*": page(b"<html>slow</html>")}) as srv:
-        names = [f"z{i}.test" for i in range(12)]
-        cfg = loopback_config({n: srv for n in names}, delay_per_host=0.05)
-        jobs = _slow_jobs(srv, names)
-        fleet = FetchFleet(cfg, 2, 2).start()
-        assert fleet.ready()
+    with LocalServer(SLOW) as srv:
+        jobs, fleet = _started_fleet(srv, [f"z{i}.test" for i in range(12)], 0.05)
         _fetch_killing(fleet.fetch(jobs), jobs, 2, lambda: [c._proc.kill() for c in fleet.children])
         assert not fleet.ready()
         fleet.close()
