@@ -5,8 +5,12 @@ import time
 
 from schemas.tables import OK
 from tests.unit.httpfixtures import LocalServer, loopback_config, page, send, status
+from transforms.fetch import hostfetcher
 from transforms.fetch.hostfetcher import HostFetcher
+from tests.unit.greenfetch import both_engines
 from transforms.fetch.records import TRANSIENT, FetchRequest
+
+engine = both_engines(globals())
 
 
 class InFlight:
@@ -101,14 +105,14 @@ def test_a_retry_after_pauses_every_slot():
 
 def test_a_bug_in_one_slot_loses_no_url_and_repeats_none(monkeypatch):
     route = InFlight(hold=0.01)
-    real = HostFetcher._fetch_page
+    real = hostfetcher.HostFetcher._fetch_page     # (the class of both engines)
 
     def flaky(self, req, state, rnd):
         if req.url.endswith("/p5"):
             raise RuntimeError("boom")
         return real(self, req, state, rnd)
 
-    monkeypatch.setattr(HostFetcher, "_fetch_page", flaky)
+    monkeypatch.setattr(hostfetcher.HostFetcher, "_fetch_page", flaky)
     with LocalServer({"/robots.txt": status(404), "*": route}) as srv:
         results, _ = fetch(srv, 10, delay_per_host=0.01, conns_per_host=3)
     assert [r.fp for r in results] == list(range(10))

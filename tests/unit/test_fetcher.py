@@ -15,12 +15,15 @@ from tests.unit.httpfixtures import (LocalServer, loopback_config, page, raw_bod
 from transforms.fetch.httpbody import parse_content_encoding
 from transforms.fetch.records import TRANSIENT, FetchConfig, FetchRequest, HostState
 from transforms.fetch.step import FetchHosts
+from transforms.fetch import hostfetcher
 from transforms.fetch.hostfetcher import HostFetcher
 from transforms.fetch.connection import media_type, parse_retry_after
 from transforms.fetch.httpbody import BoundedDecoder, decompress_bounded
 from transforms.fetch.netguard import Resolver
+from tests.unit.greenfetch import both_engines
 
 NO_ROBOTS = {"/robots.txt": status(404)}
+engine = both_engines(globals())
 
 
 def fetch(srv, paths, state=None, name="site.test", **cfg):
@@ -406,22 +409,22 @@ def test_fetch_hosts_one_host_exception_does_not_lose_others(monkeypatch):
     with LocalServer({**NO_ROBOTS, "*": page(b"ok")}) as srv:
         names = {f"h{i}.test": srv for i in range(4)}
         cfg = loopback_config(names)
-        real = HostFetcher._fetch_page
+        real = hostfetcher.HostFetcher._fetch_page
 
         def flaky(self, req, state, rnd):
             if "h1.test" in req.url and req.url.endswith("/2"):
                 raise RuntimeError("boom")
             return real(self, req, state, rnd)
 
-        real_host = HostFetcher.fetch_host
+        real_host = hostfetcher.HostFetcher.fetch_host
 
         def explode(self, host, reqs, state, observe=None):
             if host.startswith("h2.test"):
                 raise MemoryError("worse")
             return real_host(self, host, reqs, state, observe)
 
-        monkeypatch.setattr(HostFetcher, "_fetch_page", flaky)
-        monkeypatch.setattr(HostFetcher, "fetch_host", explode)
+        monkeypatch.setattr(hostfetcher.HostFetcher, "_fetch_page", flaky)
+        monkeypatch.setattr(hostfetcher.HostFetcher, "fetch_host", explode)
         jobs = [(f"{n}:{srv.port}", [FetchRequest(f"http://{n}:{srv.port}/{j}", j) for j in range(4)], None)
                 for n in names]
         out = {h.split(":")[0]: (res, st) for h, res, st in fetch_hosts(iter(jobs), cfg, max_workers=2)}

@@ -38,7 +38,7 @@ import queue
 import threading
 
 from transforms import faults
-from transforms.fetch.hostjob import (FetcherFactory, as_rows, fetch_one_host, host_row_unchanged,
+from transforms.fetch.hostjob import (as_rows, fetch_one_host, fetch_pool, host_row_unchanged,
                                       transient_pages)
 from transforms.procs import Helper, usable_cores
 
@@ -104,8 +104,7 @@ def serve(conn, config, threads):
     """The child's loop: bundles of jobs in, their pages and results out, until None."""
     if os.environ.get(faults.ENV) == "fetch":
         os.environ.pop(faults.ENV)          # the parent crashes instead (module docstring)
-    factory = FetcherFactory(config, None)
-    pool = cf.ThreadPoolExecutor(threads, thread_name_prefix="fetch")
+    pool, factory = fetch_pool(config, threads)
     send = Outbox(conn, threads).put
 
     def one(host, rows, state_row):

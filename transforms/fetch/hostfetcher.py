@@ -16,6 +16,7 @@ name. Proxies from the environment are ignored (`trust_env=False`).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import time
@@ -46,6 +47,7 @@ from transforms.fetch.connection import (
 )
 from transforms.fetch.deadlines import Deadlines, Watchdog
 from transforms.fetch.exchange import http_exchange
+from transforms.fetch.greenpool import await_only
 from transforms.fetch.hostround import HostRound
 from transforms.fetch.httpbody import accept_encoding
 from transforms.fetch.netguard import ForbiddenAddressError, ResolveError, Resolver
@@ -64,6 +66,21 @@ from transforms.fetch.slots import fetch_in_slots
 log = logging.getLogger(__name__)
 
 # ----------------------------------------------------------------- the host fetcher
+
+def _green_sleep(seconds: float) -> None:
+    await_only(asyncio.sleep(seconds))
+
+
+class _Unwatched:
+    """A green request's stand-in for a `Watchdog`: never fires."""
+    fired = False
+
+    def cancel(self) -> None:
+        pass
+
+
+_UNWATCHED = _Unwatched()
+
 
 class _Observed(list):
     """A result list that shows each result to `observe` as it is appended."""
@@ -89,8 +106,9 @@ class HostFetcher(RobotsFetching):
 
     def __init__(self, config: FetchConfig, clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep, resolver: Resolver | None = None,
-                 renderer=None, deadlines: Deadlines | None = None):
+                 renderer=None, deadlines: Deadlines | None = None, green: bool = False):
         self.config = config
+        self.green = green                  # a greenpool job: waits go through the event loop
         self.deadlines = deadlines          # the worker's deadline thread (connection.Deadlines)
         self.renderer = renderer            # render.BrowserPool (--render), or None
         self.render_session = None          # this host's browser context (render.py)
@@ -102,7 +120,13 @@ class HostFetcher(RobotsFetching):
         self._watchdog: Watchdog | None = None
         self._addresses: dict[tuple[str, int], str] = {}
         # no proxies or netrc from the environment: every connection dials a guarded address
-        self._sender = Sender(self._dial, self._watch, config.ca_bundle or True)
+        if green:
+            from transforms.fetch.loopsender import LoopSender   # (aiohttp only where used)
+            self._sender = LoopSender(self._dial, self.resolver.known, config.ca_bundle or True)
+            if sleep is time.sleep:
+                self.sleep = _green_sleep
+        else:
+            self._sender = Sender(self._dial, self._watch, config.ca_bundle or True)
         self._headers = {"User-Agent": config.user_agent, "Accept": ACCEPT,
                          "Accept-Encoding": accept_encoding()}
 
@@ -126,6 +150,14 @@ class HostFetcher(RobotsFetching):
             raise ForbiddenAddressError(host, addr, reason)
         self._addresses[(host.lower(), port)] = addr
         return addr
+
+    def _dial_here(self, host: str, port: int) -> str:
+        """`_dial` from this fetcher's own code: a DNS lookup of a green fetcher runs in a
+        worker thread while the loop serves the other hosts."""
+        if self.green and not self.resolver.known(host, port):
+            loop = asyncio.get_running_loop()
+            return await_only(loop.run_in_executor(None, self._dial, host, port))
+        return self._dial(host, port)
 
     def _watch(self, conn) -> None:
         wd = self._watchdog
@@ -157,7 +189,8 @@ class HostFetcher(RobotsFetching):
         t0 = self.clock()
         m0 = time.monotonic()
         deadline_at = m0 + cfg.deadline
-        wd = self._watchdog = Watchdog(cfg.deadline, self.deadlines)
+        # (a green request's waits are bounded by deadline_at on the loop itself)
+        wd = self._watchdog = _UNWATCHED if self.green else Watchdog(cfg.deadline, self.deadlines)
         resp = None
         try:
             try:
@@ -166,7 +199,7 @@ class HostFetcher(RobotsFetching):
                 prep = prepare_request(method, url, self._headers, headers,
                                        data.encode("utf-8") if data is not None else None)
                 resp = self._sender.send(prep, min(cfg.connect_timeout, cfg.deadline),
-                                         min(cfg.read_timeout, cfg.deadline))
+                                         min(cfg.read_timeout, cfg.deadline), deadline_at)
                 status = resp.status
                 kept = [] if cfg.keep_http else None   # the payload as received, for the WARC
                 if keep_body and 200 <= status < 300:
@@ -314,7 +347,8 @@ class HostFetcher(RobotsFetching):
 
     def slot_fetcher(self) -> "HostFetcher":
         """Another connection to the same host (--conns_per_host): its own connections."""
-        return HostFetcher(self.config, self.clock, self.sleep, self.resolver, self.renderer, self.deadlines)
+        return HostFetcher(self.config, self.clock, self.sleep, self.resolver, self.renderer,
+                           self.deadlines, self.green)
 
     def _fetch_one(self, req: FetchRequest, state: HostState, rnd, start: float) -> FetchResult:
         """One URL of the host: the round's pauses and parking, address guard, robots.txt
@@ -334,7 +368,7 @@ class HostFetcher(RobotsFetching):
         if is_post and not post.allowed(cfg.post_hosts, hostname, port):
             return self._no_request(req, FAILED, "post_not_allowed")
         try:
-            state.address = self._dial(hostname, port)
+            state.address = self._dial_here(hostname, port)
         except ForbiddenAddressError as e:
             state.address = e.addr
             return self._no_request(req, FORBIDDEN_ADDRESS, e.reason)

@@ -1,5 +1,6 @@
 """One host's fetch as the round runs it: never raises, never loses a URL (pure)."""
 
+import concurrent.futures as cf
 import time
 import traceback
 
@@ -7,6 +8,7 @@ from schemas import tables
 from transforms import faults
 from transforms.fetch import hostfetcher as fetcher_mod
 from transforms.fetch.deadlines import Deadlines
+from transforms.fetch.greenpool import GreenPool
 from transforms.fetch.netguard import Resolver
 from transforms.urls import canonical as urls_mod
 
@@ -129,27 +131,38 @@ def host_row_unchanged(host, state_row):
     return fetcher_mod.HostState.from_row(state_row, host).to_row()
 
 
+def fetch_pool(config, threads, renderer=None):
+    """(pool, FetcherFactory) for a worker's concurrent host fetches: `threads` greenlets on
+    one event loop (greenpool, --fetch_engine loop), or threads (--fetch_engine threads, and
+    with --render: the browser calls the fetcher from its own threads)."""
+    if config.engine == "loop" and renderer is None:
+        return GreenPool(threads), FetcherFactory(config, renderer, green=True)
+    return (cf.ThreadPoolExecutor(threads, thread_name_prefix="fetch"),
+            FetcherFactory(config, renderer))
+
+
 class FetcherFactory:
     """Picklable factory so each thread builds its own HostFetcher (and connections); the
     fetchers share one deadline thread (connection.Deadlines), stopped by `close`, and one
     resolver (thread-safe): each fetcher built its own from --resolve/--resolve_file, two
     dicts of every mapped host per fetched host."""
 
-    def __init__(self, config, renderer=None):
+    def __init__(self, config, renderer=None, green=False):
         self.config = config
         self.renderer = renderer          # the worker's render.BrowserPool, or None
+        self.green = green                # fetchers for greenpool jobs (--fetch_engine loop)
         self.deadlines = Deadlines()
         self.resolver = Resolver(config.resolve_map())
 
     def __getstate__(self):
-        return {"config": self.config, "renderer": self.renderer}
+        return {"config": self.config, "renderer": self.renderer, "green": self.green}
 
     def __setstate__(self, state):
-        self.__init__(state["config"], state["renderer"])
+        self.__init__(state["config"], state["renderer"], state.get("green", False))
 
     def __call__(self):
         return fetcher_mod.HostFetcher(self.config, renderer=self.renderer, deadlines=self.deadlines,
-                                       resolver=self.resolver)
+                                       resolver=self.resolver, green=self.green)
 
     def close(self):
         self.deadlines.close()

@@ -256,6 +256,17 @@ class Resolver:
         self._cache: dict[tuple[str, int], str | ResolveError] = {}
         self._lock = threading.Lock()
 
+    def known(self, host: str, port: int) -> bool:
+        """True when `resolve` needs no DNS lookup: an override, an address, or looked up."""
+        key = (host.lower().strip("[]").rstrip("."), int(port))
+        if key in self._overrides or key in self._cache:
+            return True
+        try:
+            ipaddress.ip_address(key[0])
+            return True
+        except ValueError:
+            return False
+
     def resolve(self, host: str, port: int) -> str:
         key = (host.lower().strip("[]").rstrip("."), int(port))
         with self._lock:

@@ -171,8 +171,10 @@ class Sender:
 
     close = clear
 
-    def send(self, prep: Prepared, connect_timeout: float, read_timeout: float):
-        """The streamed urllib3 response (body unread, not decoded)."""
+    def send(self, prep: Prepared, connect_timeout: float, read_timeout: float,
+             deadline_at: float | None = None):
+        """The streamed urllib3 response (body unread, not decoded). (The whole-request
+        deadline is the fetcher's watchdog's here: `deadline_at` is for `LoopSender`.)"""
         try:
             pool = self._pool(prep.url)
         except ux.LocationValueError as e:

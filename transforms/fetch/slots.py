@@ -11,9 +11,11 @@ state (counted under the round's lock).
 """
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 
+from transforms.fetch.greenpool import run_concurrently
 from transforms.fetch.hostround import SlotRound
 from transforms.fetch.records import TRANSIENT
 
@@ -46,13 +48,8 @@ def fetch_in_slots(fetcher, reqs, state, rnd, start, results) -> None:
             errors.append(e)
 
     extra = [fetcher.slot_fetcher() for _ in range(k - 1)]
-    threads = [threading.Thread(target=run, args=(f,), name="fetch-slot", daemon=True) for f in extra]
-    try:
-        for t in threads:
-            t.start()
-        run(fetcher)
-        for t in threads:
-            t.join()
+    try:   # threads, or greenlets on the loop of a green fetcher (greenpool)
+        run_concurrently([functools.partial(run, f) for f in [fetcher, *extra]])
     finally:
         for f in extra:
             f.close()

@@ -15,7 +15,6 @@ terminal; progress.py), and each page counts into Beam metrics (namespace `fetch
 bytes, errors, hosts, and the distribution of fetch milliseconds) for an engine's UI.
 """
 
-import concurrent.futures as cf
 import queue
 import sys
 import time
@@ -31,7 +30,7 @@ from schemas import tables
 from transforms.fetch import render
 from transforms.fetch.fetchproc import FetchFleet
 from transforms.fetch.gcpause import full_collections_deferred
-from transforms.fetch.hostjob import FetcherFactory, fetch_one_host
+from transforms.fetch.hostjob import fetch_one_host, fetch_pool
 from transforms.fetch.progress import ERROR_OUTCOMES, FetchProgress, ProgressReporter
 from transforms.tableio.sideinput import combined_side_input
 from transforms.tableio.join import JoinTables
@@ -69,9 +68,8 @@ class FetchHosts(beam.DoFn):
         self.min_pages = int(min_pages)        # ... for rounds of at least this many URLs
 
     def setup(self):
-        self._pool = cf.ThreadPoolExecutor(self.threads, thread_name_prefix="fetch")
         self._renderer = render.open_pool(self.config.render)   # --render: this worker's browser
-        self._factory = FetcherFactory(self.config, self._renderer)
+        self._pool, self._factory = fetch_pool(self.config, self.threads, self._renderer)
         self._process = None
         m = beam.metrics.Metrics
         self._pages, self._bytes = m.counter("fetch", "pages"), m.counter("fetch", "bytes")
