@@ -172,8 +172,9 @@ ROUND_SETTINGS = {s.name: s for s in [
       "one's own sites); each keeps --delay_per_host between its requests; a robots "
       "Crawl-delay or a Retry-After forces 1.", between(1, 8)),
     S("fetch_threads", int, 32, "fetching", "Hosts fetched concurrently per worker.", at_least(1)),
-    S("fetch_engine", str, "loop", "fetching", "loop: a worker's hosts share one event loop (aiohttp); "
-      "threads: a thread per host (urllib3). --render fetches on threads.", one_of("loop", "threads")),
+    S("fetch_engine", str, "threads", "fetching", "threads: a thread per host in flight (urllib3); loop: "
+      "greenlets on one event loop (aiohttp), less CPU per request when many hosts are in flight. "
+      "--render fetches on threads.", one_of("threads", "loop")),
     S("page_processes", str, "auto", "fetching", "Processes parsing a worker's pages beside its fetch "
       "threads (rounds of over 256 pages); auto = cores - 1, 0 = parse in the fetching process.",
       lambda v: None if v == "auto" or v.isdigit() else "must be auto or a whole number ≥ 0"),

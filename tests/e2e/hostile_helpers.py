@@ -124,9 +124,10 @@ class HostileCrawl:
         return None
 
 
-def run_crawl(web: SimWebProcess, crawl_dir: Path, max_rounds: int = MAX_ROUNDS) -> HostileCrawl:
-    """Inject the seeds, then run rounds (each on a round clock ROUND_STEP later) until
-    nothing is left due, at most `max_rounds`."""
+def run_crawl(web: SimWebProcess, crawl_dir: Path, max_rounds: int = MAX_ROUNDS,
+              extra_flags: tuple = ()) -> HostileCrawl:
+    """Inject the seeds (with `extra_flags`), then run rounds (each on a round clock
+    ROUND_STEP later) until nothing is left due, at most `max_rounds`."""
     # Warm the server's caches for the large bodies outside the crawl's time window, so
     # building them cannot stall the server while the crawl's short timeouts run.
     import requests
@@ -138,7 +139,7 @@ def run_crawl(web: SimWebProcess, crawl_dir: Path, max_rounds: int = MAX_ROUNDS)
                   stream=True, timeout=60)
         r.raw.read(1024)
         r.close()
-    flags = crawl_flags(web, crawl_dir)
+    flags = crawl_flags(web, crawl_dir) + list(extra_flags)
     assert inject.main(flags + [a for u in seeds(web) for a in ("--seed", u)]) == 0
     t0 = time.time()
     runs = []

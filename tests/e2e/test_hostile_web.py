@@ -31,12 +31,13 @@ FETCHED = (tables.OK, tables.DUPLICATE)
 SLACK = 0.02          # seconds: server-side timestamps vs. the crawler's own clock
 
 
-@pytest.fixture(scope="module")
-def crawl(tmp_path_factory):
+@pytest.fixture(scope="module", params=["threads", "loop"])
+def crawl(tmp_path_factory, request):
+    """The crawl, once on each fetch engine (--fetch_engine): every test holds for both."""
     root = tmp_path_factory.mktemp("hostile")
     web = hh.start_web(root)
     try:
-        yield hh.run_crawl(web, root / "crawl")
+        yield hh.run_crawl(web, root / "crawl", extra_flags=("--fetch_engine", request.param))
     finally:
         web.stop()
 

@@ -1,5 +1,6 @@
 """The fetch process (transforms/fetch/fetchproc.py): same pages as fetching in the round's
 process, nothing lost when it dies, and the crash point still kills the round's process."""
+import dataclasses
 import subprocess
 import sys
 import time
@@ -33,17 +34,18 @@ def _comparable(out):
                   for host, pages, row in out)
 
 
-@pytest.mark.parametrize("processes", [1, 2])
-def test_the_fetch_processes_give_the_same_pages_and_host_rows_as_the_round_process(processes):
-    """One fetch process, or two sharing the bundle's jobs (FetchFleet): the same pages and
-    host rows as fetching in the round's process."""
+@pytest.mark.parametrize("processes,engine", [(1, "threads"), (2, "threads"), (2, "loop")])
+def test_the_fetch_processes_give_the_same_pages_and_host_rows_as_the_round_process(processes, engine):
+    """One fetch process, or two sharing the bundle's jobs (FetchFleet), on either fetch
+    engine: the same pages and host rows as fetching on threads in the round's process."""
     with LocalServer(ROUTES) as srv:
         names = [f"h{i}.test" for i in range(3)]
-        cfg = loopback_config({n: srv for n in names}, delay_per_host=0)
+        cfg = loopback_config({n: srv for n in names}, delay_per_host=0, engine=engine)
         used = {}
         in_child = fetch_hosts(iter(_jobs(srv, names)), cfg, 4, planned=18, used=used,
                                processes=processes, min_pages=1)
-        here = fetch_hosts(iter(_jobs(srv, names)), cfg, 4, planned=18, processes=0)
+        here = fetch_hosts(iter(_jobs(srv, names)), dataclasses.replace(cfg, engine="threads"),
+                           4, planned=18, processes=0)
     fleet = used["process"]   # it did run in the children
     assert fleet is not None and fleet.broken is None and len(fleet.children) == processes
     assert _comparable(in_child) == _comparable(here)
@@ -320,10 +322,10 @@ class _Recording:
         self.conn.close()
 
 
-def _started_fleet(srv, names, delay):
+def _started_fleet(srv, names, delay, engine="threads"):
     """(slow jobs of `names`, a started fleet of two children of 2 threads) on `srv`."""
     from transforms.fetch.fetchproc import FetchFleet
-    cfg = loopback_config({n: srv for n in names}, delay_per_host=delay)
+    cfg = loopback_config({n: srv for n in names}, delay_per_host=delay, engine=engine)
     fleet = FetchFleet(cfg, 2, 2).start()
     assert fleet.ready()
     return _slow_jobs(srv, names), fleet
@@ -332,11 +334,12 @@ def _started_fleet(srv, names, delay):
 SLOW = {"/robots.txt": status(404), "*": page(b"<html>slow</html>")}
 
 
-def test_when_a_child_of_a_fleet_dies_the_others_take_its_jobs_and_nothing_is_lost():
+@pytest.mark.parametrize("engine", ["threads", "loop"])
+def test_when_a_child_of_a_fleet_dies_the_others_take_its_jobs_and_nothing_is_lost(engine):
     """One of two children killed mid-bundle: its hosts' URLs not received come back transient,
     the jobs it had not taken are fetched by the other child, every host gets its "done"."""
     with LocalServer(SLOW) as srv:
-        jobs, fleet = _started_fleet(srv, [f"k{i}.test" for i in range(8)], 0.02)
+        jobs, fleet = _started_fleet(srv, [f"k{i}.test" for i in range(8)], 0.02, engine)
         victim = fleet.children[0]
         _, leftovers = _fetch_killing(fleet.fetch(jobs), jobs, 3, victim._proc.kill)
         assert len(leftovers) < sum(len(rows) for _, rows, _ in jobs) // 2   # the other child went on

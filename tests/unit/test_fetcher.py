@@ -10,7 +10,7 @@ import pytest
 
 from schemas import tables
 from schemas.tables import FORBIDDEN_ADDRESS, HTTP_ERROR, NOT_MODIFIED, OK, REDIRECT
-from tests.unit.httpfixtures import (LocalServer, loopback_config, page, raw_body, reset_mid_body,
+from tests.unit.httpfixtures import (LocalServer, hang, loopback_config, page, raw_body, reset_mid_body,
                                      self_signed_cert, sequence, status, streamed, trickle)
 from transforms.fetch.httpbody import parse_content_encoding
 from transforms.fetch.records import TRANSIENT, FetchConfig, FetchRequest, HostState
@@ -257,6 +257,35 @@ def test_reset_mid_body_is_transient_and_partial_body_dropped():
     assert (results[0].outcome, results[0].reason, results[0].body) == (TRANSIENT, "reset", b"")
     assert results[1].outcome == OK            # a new connection is made afterwards
     assert state.errors == 1 and state.consecutive_failures == 0
+
+
+def _raw(data: bytes):
+    """Answers the request with `data` as it is (not HTTP, or broken HTTP), then closes."""
+    def route(h):
+        h.wfile.write(data)
+        h.wfile.flush()
+        h.close_connection = True
+    return route
+
+
+@pytest.mark.parametrize("data,reason", [
+    (b"SSH-2.0-OpenSSH_9.6\r\n", "protocol_error"),                   # not HTTP at all
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n", "reset"),          # closed inside the headers
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nshort", "reset"),  # closed inside the body
+    (b"", "reset"),                                                    # closed without a word
+])
+def test_broken_responses_are_transient_with_their_reason(data, reason):
+    with LocalServer({**NO_ROBOTS, "/x": _raw(data), "*": page(b"ok")}) as srv:
+        results, _ = fetch(srv, ["/x", "/ok"])
+    assert (results[0].outcome, results[0].reason) == (TRANSIENT, reason)
+    assert results[1].outcome == OK
+
+
+def test_a_server_silent_after_the_request_is_a_read_timeout():
+    with LocalServer({**NO_ROBOTS, "/h": hang(3), "*": page(b"ok")}) as srv:
+        results, _ = fetch(srv, ["/h"], read_timeout=0.3, deadline=5.0)
+    assert (results[0].outcome, results[0].reason) == (TRANSIENT, "timeout_read")
+    assert results[0].elapsed_ms < 2000
 
 
 def test_connection_refused_is_transient():

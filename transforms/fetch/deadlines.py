@@ -148,3 +148,18 @@ class Watchdog:
             self._deadlines.cancel(self._entry)
         else:
             self._timer.cancel()
+
+
+class _NeverFires:
+    """`Watchdog.NEVER`: a request whose waits are bounded elsewhere (a green fetcher's, by
+    the event loop: loopsender) has nothing to shut down."""
+    fired = False
+
+    def attach(self, conn) -> None:
+        pass
+
+    def cancel(self) -> None:
+        pass
+
+
+Watchdog.NEVER = _NeverFires()

@@ -16,7 +16,6 @@ name. Proxies from the environment are ignored (`trust_env=False`).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import time
@@ -47,7 +46,6 @@ from transforms.fetch.connection import (
 )
 from transforms.fetch.deadlines import Deadlines, Watchdog
 from transforms.fetch.exchange import http_exchange
-from transforms.fetch.greenpool import await_only
 from transforms.fetch.hostround import HostRound
 from transforms.fetch.httpbody import accept_encoding
 from transforms.fetch.netguard import ForbiddenAddressError, ResolveError, Resolver
@@ -66,21 +64,6 @@ from transforms.fetch.slots import fetch_in_slots
 log = logging.getLogger(__name__)
 
 # ----------------------------------------------------------------- the host fetcher
-
-def _green_sleep(seconds: float) -> None:
-    await_only(asyncio.sleep(seconds))
-
-
-class _Unwatched:
-    """A green request's stand-in for a `Watchdog`: never fires."""
-    fired = False
-
-    def cancel(self) -> None:
-        pass
-
-
-_UNWATCHED = _Unwatched()
-
 
 class _Observed(list):
     """A result list that shows each result to `observe` as it is appended."""
@@ -106,7 +89,7 @@ class HostFetcher(RobotsFetching):
 
     def __init__(self, config: FetchConfig, clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep, resolver: Resolver | None = None,
-                 renderer=None, deadlines: Deadlines | None = None, green: bool = False):
+                 renderer=None, deadlines: Deadlines | None = None, green: bool = False, tls=None):
         self.config = config
         self.green = green                  # a greenpool job: waits go through the event loop
         self.deadlines = deadlines          # the worker's deadline thread (connection.Deadlines)
@@ -120,11 +103,13 @@ class HostFetcher(RobotsFetching):
         self._watchdog: Watchdog | None = None
         self._addresses: dict[tuple[str, int], str] = {}
         # no proxies or netrc from the environment: every connection dials a guarded address
+        self._tls = tls               # a green fetcher's https settings (loopsender.TlsContext)
         if green:
-            from transforms.fetch.loopsender import LoopSender   # (aiohttp only where used)
-            self._sender = LoopSender(self._dial, self.resolver.known, config.ca_bundle or True)
+            from transforms.fetch import loopsender   # (aiohttp only where used)
+            self._tls = tls or loopsender.TlsContext(config.ca_bundle or True)
+            self._sender = loopsender.LoopSender(self._dial, self.resolver.known, self._tls)
             if sleep is time.sleep:
-                self.sleep = _green_sleep
+                self.sleep = loopsender.green_sleep
         else:
             self._sender = Sender(self._dial, self._watch, config.ca_bundle or True)
         self._headers = {"User-Agent": config.user_agent, "Accept": ACCEPT,
@@ -155,8 +140,8 @@ class HostFetcher(RobotsFetching):
         """`_dial` from this fetcher's own code: a DNS lookup of a green fetcher runs in a
         worker thread while the loop serves the other hosts."""
         if self.green and not self.resolver.known(host, port):
-            loop = asyncio.get_running_loop()
-            return await_only(loop.run_in_executor(None, self._dial, host, port))
+            from transforms.fetch import loopsender
+            return loopsender.in_worker_thread(self._dial, host, port)
         return self._dial(host, port)
 
     def _watch(self, conn) -> None:
@@ -190,7 +175,7 @@ class HostFetcher(RobotsFetching):
         m0 = time.monotonic()
         deadline_at = m0 + cfg.deadline
         # (a green request's waits are bounded by deadline_at on the loop itself)
-        wd = self._watchdog = _UNWATCHED if self.green else Watchdog(cfg.deadline, self.deadlines)
+        wd = self._watchdog = Watchdog.NEVER if self.green else Watchdog(cfg.deadline, self.deadlines)
         resp = None
         try:
             try:
@@ -348,7 +333,7 @@ class HostFetcher(RobotsFetching):
     def slot_fetcher(self) -> "HostFetcher":
         """Another connection to the same host (--conns_per_host): its own connections."""
         return HostFetcher(self.config, self.clock, self.sleep, self.resolver, self.renderer,
-                           self.deadlines, self.green)
+                           self.deadlines, self.green, self._tls)
 
     def _fetch_one(self, req: FetchRequest, state: HostState, rnd, start: float) -> FetchResult:
         """One URL of the host: the round's pauses and parking, address guard, robots.txt

@@ -8,7 +8,6 @@ from schemas import tables
 from transforms import faults
 from transforms.fetch import hostfetcher as fetcher_mod
 from transforms.fetch.deadlines import Deadlines
-from transforms.fetch.greenpool import GreenPool
 from transforms.fetch.netguard import Resolver
 from transforms.urls import canonical as urls_mod
 
@@ -136,6 +135,7 @@ def fetch_pool(config, threads, renderer=None):
     one event loop (greenpool, --fetch_engine loop), or threads (--fetch_engine threads, and
     with --render: the browser calls the fetcher from its own threads)."""
     if config.engine == "loop" and renderer is None:
+        from transforms.fetch.greenpool import GreenPool   # (greenlet, aiohttp: only where used)
         return GreenPool(threads), FetcherFactory(config, renderer, green=True)
     return (cf.ThreadPoolExecutor(threads, thread_name_prefix="fetch"),
             FetcherFactory(config, renderer))
@@ -153,6 +153,10 @@ class FetcherFactory:
         self.green = green                # fetchers for greenpool jobs (--fetch_engine loop)
         self.deadlines = Deadlines()
         self.resolver = Resolver(config.resolve_map())
+        self.tls = None             # a green fetcher's https settings, built once and shared
+        if green:
+            from transforms.fetch.loopsender import TlsContext
+            self.tls = TlsContext(config.ca_bundle or True)
 
     def __getstate__(self):
         return {"config": self.config, "renderer": self.renderer, "green": self.green}
@@ -162,7 +166,7 @@ class FetcherFactory:
 
     def __call__(self):
         return fetcher_mod.HostFetcher(self.config, renderer=self.renderer, deadlines=self.deadlines,
-                                       resolver=self.resolver, green=self.green)
+                                       resolver=self.resolver, green=self.green, tls=self.tls)
 
     def close(self):
         self.deadlines.close()

@@ -27,6 +27,7 @@ import http.client
 import os
 import socket
 import ssl
+import threading
 
 import aiohttp
 import yarl
@@ -109,6 +110,17 @@ async def _bounded(awaitable, deadline_at: float | None):
         raise _translated(e) from e
 
 
+def green_sleep(seconds: float) -> None:
+    """A green fetcher's pause: the loop serves the other hosts meanwhile."""
+    await_only(asyncio.sleep(seconds))
+
+
+def in_worker_thread(fn, *args):
+    """`fn(*args)` (a blocking call: a DNS lookup) in the loop's worker threads, from a green
+    fetcher, while the loop serves the other hosts."""
+    return await_only(asyncio.get_running_loop().run_in_executor(None, fn, *args))
+
+
 def _translated(e: BaseException) -> BaseException:
     """The exception `Sender.send` (urllib3 through requests' mapping) raises for the same
     failure; the original stays chained (`__cause__`), where the classifier finds
@@ -132,21 +144,57 @@ def _translated(e: BaseException) -> BaseException:
     return rx.ConnectionError(str(e))
 
 
+class TlsContext:
+    """The TLS settings of requests' verification (certifi's bundle, or a --ca_bundle file or
+    directory), built on the first https request and shared by the fetchers of a worker
+    (loading the bundle costs milliseconds: once per host fetcher, it was most of the fetch
+    process's time). A bundle path that does not exist fails each https request, as in
+    requests. Thread-safe."""
+
+    def __init__(self, verify: bool | str = True):
+        self.verify = verify
+        self._ctx: ssl.SSLContext | None = None
+        self._lock = threading.Lock()
+
+    def __getstate__(self):
+        return {"verify": self.verify}
+
+    def __setstate__(self, state):
+        self.__init__(state["verify"])
+
+    def __call__(self) -> ssl.SSLContext | bool:
+        if self.verify is False:
+            return False
+        with self._lock:
+            if self._ctx is None:
+                where = DEFAULT_CA_BUNDLE_PATH if self.verify is True else self.verify
+                if not os.path.exists(where):
+                    raise OSError(f"Could not find a suitable TLS CA certificate bundle, invalid path: {where}")
+                ctx = create_urllib3_context()
+                ctx.check_hostname = True
+                ctx.verify_mode = ssl.CERT_REQUIRED
+                if os.path.isdir(where):
+                    ctx.load_verify_locations(capath=where)
+                else:
+                    ctx.load_verify_locations(cafile=where)
+                self._ctx = ctx
+            return self._ctx
+
+
 class LoopSender:
     """One fetcher's connections on the pool's loop (one aiohttp session, created on first
     use) and `send`. `dial(host, port)` resolves and guards; `known(host, port)` says it
-    needs no DNS lookup. Not thread-safe: one fetcher, one greenlet."""
+    needs no DNS lookup; `tls` gives https requests their `TlsContext`. Not thread-safe:
+    one fetcher, one greenlet."""
 
-    def __init__(self, dial, known, verify: bool | str = True):
-        self._dial, self._known = dial, known
-        self._where = DEFAULT_CA_BUNDLE_PATH if verify is True else verify
-        self._ssl = _ssl_context(verify)
+    def __init__(self, dial, known, tls: TlsContext):
+        self._dial, self._known, self._tls = dial, known, tls
         self._session: aiohttp.ClientSession | None = None
 
     def _open_session(self) -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(
-            limit=0, limit_per_host=0, use_dns_cache=False, ssl=self._ssl if self._ssl is not None else True,
-            resolver=_GuardedResolver(self._dial, self._known), enable_cleanup_closed=False)
+            limit=0, limit_per_host=0, use_dns_cache=False, enable_cleanup_closed=False,
+            resolver=_GuardedResolver(self._dial, self._known))
         return aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
                                      auto_decompress=False, trust_env=False, timeout=aiohttp.ClientTimeout(),
                                      skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding"))
@@ -167,31 +215,12 @@ class LoopSender:
                 url = url.with_user(None)       # requests made it an Authorization header
         except (ValueError, TypeError) as e:
             raise rx.InvalidURL(str(e)) from e
-        if self._ssl is None and url.scheme == "https":
-            raise OSError(f"Could not find a suitable TLS CA certificate bundle, invalid path: {self._where}")
+        tls = self._tls() if url.scheme == "https" else True
         if self._session is None:
             self._session = self._open_session()
         timeout = aiohttp.ClientTimeout(total=None, connect=None, sock_connect=connect_timeout,
                                         sock_read=read_timeout)
         resp = await_only(_bounded(self._session.request(
             prep.method, url, headers=prep.headers, data=prep.body, allow_redirects=False,
-            timeout=timeout, compress=None, chunked=None), deadline_at))
+            timeout=timeout, ssl=tls), deadline_at))
         return LoopResponse(resp, deadline_at)
-
-
-def _ssl_context(verify: bool | str) -> ssl.SSLContext | bool | None:
-    """requests' verification: certifi's bundle, or a --ca_bundle file or directory; None
-    when that path does not exist."""
-    if verify is False:
-        return False
-    ctx = create_urllib3_context()
-    ctx.check_hostname = True
-    ctx.verify_mode = ssl.CERT_REQUIRED
-    where = DEFAULT_CA_BUNDLE_PATH if verify is True else verify
-    if os.path.isdir(where):
-        ctx.load_verify_locations(capath=where)
-    elif os.path.exists(where):
-        ctx.load_verify_locations(cafile=where)
-    else:
-        return None       # (raised on the first https request, as requests raised it)
-    return ctx
