@@ -172,9 +172,8 @@ ROUND_SETTINGS = {s.name: s for s in [
       "one's own sites); each keeps --delay_per_host between its requests; a robots "
       "Crawl-delay or a Retry-After forces 1.", between(1, 8)),
     S("fetch_threads", int, 32, "fetching", "Hosts fetched concurrently per worker.", at_least(1)),
-    S("fetch_engine", str, "threads", "fetching", "threads: a thread per host in flight (urllib3); loop: "
-      "greenlets on one event loop (aiohttp), less CPU per request when many hosts are in flight. "
-      "--render fetches on threads.", one_of("threads", "loop")),
+    S("fetch_engine", str, "threads", "fetching", "threads: a thread per host in flight; loop: greenlets"
+      " on one event loop (aiohttp), less CPU with many hosts in flight.", one_of("threads", "loop")),
     S("page_processes", str, "auto", "fetching", "Processes parsing a worker's pages beside its fetch "
       "threads (rounds of over 256 pages); auto = cores - 1, 0 = parse in the fetching process.",
       lambda v: None if v == "auto" or v.isdigit() else "must be auto or a whole number ≥ 0"),
@@ -301,8 +300,7 @@ ROUND_SETTINGS = {s.name: s for s in [
     S("refetch_explore", float, 0.1, "recrawl", "Incremental: share of the revisit budget spread "
       "uniformly over visited pages whatever the policy, so rate estimates keep learning (with "
       "--refetch_estimate improved a page seen unchanged is estimated 0 and a rate policy alone "
-      "would never revisit it).",
-      between(0.0, 1.0)),
+      "would never revisit it).", between(0.0, 1.0)),
     S("refetch_estimate", str, "bayes", "recrawl", "Incremental: the change-rate estimate the "
       "revisit policy acts on: bayes (a page's few visits read against the rate distribution fitted "
       "over the crawl's pages: empirical Bayes, strategies/recrawl/bayes.py) or improved (Cho & Garcia-Molina's estimator "
@@ -338,8 +336,7 @@ ROUND_TIME = S("round_time", float, None, "runner", "The round's clock, epoch se
                "replays and tests.", shown="now")
 COMMAND_FLAGS = {
     "inject": [CRAWL_DIR,
-               S("seeds", str, None, "command", "File with one seed URL per line ('#' comments).",
-                 shown="none"),
+               S("seeds", str, None, "command", "File of seed URLs, one per line ('#' comments).", shown="none"),
                S("seed", str, None, "command", "A seed URL (repeatable).", shown="none")],
     "round": [CRAWL_DIR, ROUND_TIME],
     "show": [CRAWL_DIR,
