@@ -211,7 +211,7 @@ def fetch_config(s) -> FetchConfig:
             robots_ttl=float(s["robots_ttl"]), obey_robots=bool(s["obey_robots"]),
             allow_loopback=bool(s["allow_loopback"]), deny_addresses=csv(s["deny_addresses"]),
             resolve=resolve_entries(s), conns_per_host=int(s["conns_per_host"]),
-            render=render_config(s), engine=s.get("fetch_engine", "threads"),
+            render=render_config(s), engine=s.get("fetch_engine", "loop"),
             post_hosts=settings_deepweb.parse_post_hosts(s.get("deep_web_post_hosts"))
             if s.get("deep_web", "off") == "forms" else ())
     except ConfigError:
@@ -325,7 +325,7 @@ class RoundConfig:
             fetch=fetch, fetch_threads=int(s["fetch_threads"]), sitemaps=bool(s["sitemaps"]),
             page_processes=(auto_processes() if s.get("page_processes", "auto") == "auto"
                             else int(s["page_processes"])),
-            fetch_processes=fetch_processes(s.get("fetch_process", "auto")),
+            fetch_processes=fetch_processes(s.get("fetch_process", "auto"), engine=fetch.engine),
             scope=scope,
             page=PageConfig(round_no=round_no, now=now, url_filter=scope,
                             max_retries=int(s["max_retries"]), retry_backoff=float(s["retry_backoff"]),
