@@ -1,4 +1,6 @@
-"""A worker's fetch threads in processes of their own (`--fetch_process`; pure: no Beam).
+"""A worker's fetching in processes of their own (`--fetch_process`; pure: no Beam). (Below,
+"threads" are the fetch pool's jobs: greenlets on one event loop with `--fetch_engine loop`,
+where one child is enough, or threads.)
 
 In the round's process the fetch threads share one interpreter lock with the Beam stages
 fused behind the fetch (handing pages to the page workers, emitting outputs, parsing the

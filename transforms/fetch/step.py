@@ -1,9 +1,10 @@
 """Fetch: the Beam side of fetching. One element per host; many hosts at once per worker.
 
 `FetchHosts` receives one (host, its URL rows, its cached host state) element per host and
-hands it to a thread pool that lives as long as the DoFn instance (opened in `setup`), or, in
-rounds of `min_pages` URLs or more with `--fetch_process`, to the same threads in child
-processes (fetchproc.py) that stream the pages back: same outputs, other interpreter locks.
+hands it to a pool that lives as long as the DoFn instance (opened in `setup`: greenlets on
+an event loop, greenpool.py, or threads, `--fetch_engine`), or, in rounds of `min_pages` URLs
+or more with `--fetch_process`, to the same pool in child processes (fetchproc.py) that
+stream the pages back: same outputs, other interpreter locks.
 Each host is fetched sequentially by one `HostFetcher` (hostfetcher.py, through hostjob.fetch_one_host) with its
 politeness delay; concurrency comes only from fetching many hosts at the same time.
 A bundle's hosts are started when the bundle ends, longest host first, and each finished
