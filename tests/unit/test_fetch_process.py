@@ -376,9 +376,9 @@ def test_a_bundle_that_stops_reading_stops_every_child_of_a_fleet():
 
 def test_fetch_process_counts():
     from transforms.fetch.fetchproc import fetch_processes
-    assert [fetch_processes(v, cores=4) for v in ("auto", "true", "false", "3", "0")] == [1, 1, 0, 3, 0]
-    assert fetch_processes("auto", cores=4, engine="threads") == 2   # threads share one lock per process
-    assert fetch_processes("auto", cores=1) == 0 and fetch_processes("auto", cores=1, engine="threads") == 0
+    assert [fetch_processes(v, cores=4) for v in ("auto", "true", "false", "3", "0")] == [2, 1, 0, 3, 0]
+    assert fetch_processes("auto", cores=4, engine="loop") == 1   # one event loop does two processes' work
+    assert fetch_processes("auto", cores=1) == 0 and fetch_processes("auto", cores=1, engine="loop") == 0
 
 
 def test_a_bug_in_a_fleets_reader_fails_the_bundle_instead_of_hanging_it():

@@ -281,6 +281,47 @@ def test_broken_responses_are_transient_with_their_reason(data, reason):
     assert results[1].outcome == OK
 
 
+_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+# Responses that break the letter of RFC 9112, each as (bytes, outcome on threads, on the loop).
+# http.client reads them all as browsers do; llhttp (the loop engine's parser, lenient mode) is
+# stricter on four: the loop engine's known differences (README, "--fetch_engine").
+ODD_RESPONSES = {
+    "bare LF line ends": (b"HTTP/1.1 200 OK\nContent-Length: 5\n\nhello", OK, OK),
+    "no reason phrase": (b"HTTP/1.1 200\r\nContent-Length: 5\r\n\r\nhello", OK, OK),
+    "folded header": (_HEAD + b"X-Long: a\r\n b\r\nContent-Length: 5\r\n\r\nhello", OK, OK),
+    "chunk extension": (_HEAD + b"Transfer-Encoding: chunked\r\n\r\n5;x=1\r\nhello\r\n0\r\n\r\n", OK, OK),
+    "HTTP/1.0, body to close": (b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\nhello", OK, OK),
+    "Latin-1 header value": (_HEAD + b"X-Name: caf\xe9\r\nContent-Length: 5\r\n\r\nhello", OK, OK),
+    "20 KB header line": (_HEAD + b"Content-Security-Policy: " + b"a" * 20000 + b"\r\nContent-Length: 5\r\n\r\nhello", OK, OK),
+    "99 header lines": (b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-H%d: v\r\n" % i for i in range(98))
+                        + b"Content-Length: 5\r\n\r\nhello", OK, OK),
+    "100 header lines": (b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-H%d: v\r\n" % i for i in range(99))
+                         + b"Content-Length: 5\r\n\r\nhello", "protocol_error", "protocol_error"),
+    "Content-Length and chunked": (_HEAD + b"Content-Length: 100\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                   b"5\r\nhello\r\n0\r\n\r\n", OK, "protocol_error"),
+    "space before the colon": (b"HTTP/1.1 200 OK\r\nContent-Type : text/html\r\nContent-Length: 5\r\n\r\nhello",
+                               OK, "protocol_error"),
+    "control byte in a name": (_HEAD + b"X-\x01Bad: v\r\nContent-Length: 5\r\n\r\nhello", OK, "protocol_error"),
+    "Content-Length twice, same": (_HEAD + b"Content-Length: 5\r\nContent-Length: 5\r\n\r\nhello",
+                                   OK, "protocol_error"),
+    "Content-Length twice, differing": (_HEAD + b"Content-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+                                        "protocol_error", "protocol_error"),
+    "not HTTP/": (b"ICY 200 OK\r\nContent-Length: 5\r\n\r\nhello", "protocol_error", "protocol_error"),
+}
+
+
+@pytest.mark.parametrize("name", list(ODD_RESPONSES))
+def test_odd_responses_are_read_as_browsers_read_them(name, engine):
+    data, on_threads, on_loop = ODD_RESPONSES[name]
+    want = on_threads if engine == "threads" else on_loop
+    with LocalServer({**NO_ROBOTS, "/x": _raw(data)}) as srv:
+        (r,), _ = fetch(srv, ["/x"])
+    if want == OK:
+        assert (r.outcome, r.http_status, r.body) == (OK, 200, b"hello")
+    else:
+        assert (r.outcome, r.reason) == (TRANSIENT, want)
+
+
 def test_a_server_silent_after_the_request_is_a_read_timeout():
     with LocalServer({**NO_ROBOTS, "/h": hang(3), "*": page(b"ok")}) as srv:
         results, _ = fetch(srv, ["/h"], read_timeout=0.3, deadline=5.0)

@@ -40,6 +40,8 @@ from transforms.fetch.connection import DeadlineExceeded
 from transforms.fetch.greenpool import await_only
 
 _RESET = (errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED)
+_MAX_LINE = http.client._MAXLINE          # 65 536
+_MAX_HEADERS = http.client._MAXHEADERS - 1   # 99: http.client counts the blank line too
 
 
 class _GuardedResolver(aiohttp.abc.AbstractResolver):
@@ -197,7 +199,10 @@ class LoopSender:
             resolver=_GuardedResolver(self._dial, self._known))
         return aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
                                      auto_decompress=False, trust_env=False, timeout=aiohttp.ClientTimeout(),
-                                     skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding"))
+                                     skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding"),
+                                     # http.client's limits (a header line up to 64 KiB), not 8 KiB
+                                     max_line_size=_MAX_LINE, max_field_size=_MAX_LINE,
+                                     max_headers=_MAX_HEADERS)
 
     def clear(self) -> None:
         """Close every connection (the next request opens a new one)."""
