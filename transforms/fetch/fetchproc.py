@@ -145,7 +145,8 @@ def fetch_processes(value: str, cores: int | None = None, engine: str = "threads
     """`--fetch_process`: a number of fetch processes, true (1), false (0, the round's own
     process), or auto: where there are 2+ cores, 1 for the event-loop engine, 2 for fetch
     threads (`FetchFleet` says why), else 0. (bench50k, 32 hosts in flight: one process on
-    the loop fetched as fast as two on threads at −35 MB of RSS; one on threads was slower.)"""
+    the loop fetched about as fast as two on threads at 20–48 MB less RSS; one on threads
+    was slower.)"""
     if value == "auto":
         if (usable_cores() if cores is None else cores or 1) < 2:
             return 0

@@ -46,6 +46,7 @@ from transforms.fetch.connection import (
 )
 from transforms.fetch.deadlines import Deadlines, Watchdog
 from transforms.fetch.exchange import http_exchange
+from transforms.fetch.greenpool import await_only
 from transforms.fetch.hostround import HostRound
 from transforms.fetch.httpbody import accept_encoding
 from transforms.fetch.netguard import ForbiddenAddressError, ResolveError, Resolver
@@ -139,9 +140,9 @@ class HostFetcher(RobotsFetching):
     def _dial_here(self, host: str, port: int) -> str:
         """`_dial` from this fetcher's own code: a DNS lookup of a green fetcher runs in a
         worker thread while the loop serves the other hosts."""
-        if self.green and not self.resolver.known(host, port):
+        if self.green:
             from transforms.fetch import loopsender
-            return loopsender.in_worker_thread(self._dial, host, port)
+            return await_only(loopsender.dial_on_loop(self._dial, self.resolver.known, host, port))
         return self._dial(host, port)
 
     def _watch(self, conn) -> None:

@@ -51,10 +51,7 @@ class _GuardedResolver(aiohttp.abc.AbstractResolver):
         self._dial, self._known = dial, known
 
     async def resolve(self, host, port=0, family=socket.AF_INET):
-        if self._known(host, port):
-            addr = self._dial(host, port)
-        else:      # a real DNS lookup: in a worker thread, the loop serves the other hosts
-            addr = await asyncio.get_running_loop().run_in_executor(None, self._dial, host, port)
+        addr = await dial_on_loop(self._dial, self._known, host, port)
         fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
         return [{"hostname": host, "host": addr, "port": port, "family": fam, "proto": 0,
                  "flags": socket.AI_NUMERICHOST | socket.AI_NUMERICSERV}]
@@ -117,10 +114,12 @@ def green_sleep(seconds: float) -> None:
     await_only(asyncio.sleep(seconds))
 
 
-def in_worker_thread(fn, *args):
-    """`fn(*args)` (a blocking call: a DNS lookup) in the loop's worker threads, from a green
-    fetcher, while the loop serves the other hosts."""
-    return await_only(asyncio.get_running_loop().run_in_executor(None, fn, *args))
+async def dial_on_loop(dial, known, host: str, port: int) -> str:
+    """`dial(host, port)` without blocking the loop: inline when `known(host, port)` says it
+    needs no DNS lookup, else in a worker thread while the loop serves the other hosts."""
+    if known(host, port):
+        return dial(host, port)
+    return await asyncio.get_running_loop().run_in_executor(None, dial, host, port)
 
 
 def _translated(e: BaseException) -> BaseException:

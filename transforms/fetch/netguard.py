@@ -256,19 +256,17 @@ class Resolver:
         self._cache: dict[tuple[str, int], str | ResolveError] = {}
         self._lock = threading.Lock()
 
+    @staticmethod
+    def _key(host: str, port: int) -> tuple[str, int]:
+        return host.lower().strip("[]").rstrip("."), int(port)
+
     def known(self, host: str, port: int) -> bool:
         """True when `resolve` needs no DNS lookup: an override, an address, or looked up."""
-        key = (host.lower().strip("[]").rstrip("."), int(port))
-        if key in self._overrides or key in self._cache:
-            return True
-        try:
-            ipaddress.ip_address(key[0])
-            return True
-        except ValueError:
-            return False
+        key = self._key(host, port)
+        return key in self._overrides or key in self._cache or _literal(key[0]) is not None
 
     def resolve(self, host: str, port: int) -> str:
-        key = (host.lower().strip("[]").rstrip("."), int(port))
+        key = self._key(host, port)
         with self._lock:
             hit = self._cache.get(key)
         if hit is None:
@@ -282,10 +280,9 @@ class Resolver:
     def _lookup(self, host: str, port: int) -> str | ResolveError:
         if (host, port) in self._overrides:
             return self._overrides[(host, port)]
-        try:
-            return str(ipaddress.ip_address(host))   # a literal needs no lookup
-        except ValueError:
-            pass
+        literal = _literal(host)           # a literal needs no lookup
+        if literal is not None:
+            return literal
         try:
             infos = self._getaddrinfo(host, port, 0, socket.SOCK_STREAM)
         except (OSError, UnicodeError) as e:
@@ -294,3 +291,11 @@ class Resolver:
             if family in (socket.AF_INET, socket.AF_INET6):
                 return sockaddr[0].split("%", 1)[0]
         return ResolveError(f"{host}: no IPv4/IPv6 address")
+
+
+def _literal(host: str) -> str | None:
+    """The address a host name that is an IP literal stands for, else None."""
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return None
