@@ -4,7 +4,10 @@
 default command never depends on downloading the Prism binary. Any other runner
 (PortableRunner, DaskRunner, Flink, Dataflow) is handed the flags as they are.
 """
+import concurrent.futures
 import ctypes
+import threading
+import types
 
 import apache_beam as beam
 import pyarrow as pa
@@ -96,12 +99,72 @@ def release_stage_state():
     cache_cls.release = release
 
 
+class _InlineExecutor:
+    """`ThreadPoolExecutor`'s context manager and `submit`, running the call at once."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def submit(self, fn, *args, **kwargs):
+        future = concurrent.futures.Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as e:   # noqa: BLE001 - handed to the caller, as a pool would
+            future.set_exception(e)
+        return future
+
+
+def lean_stage_threads():
+    """The in-process runner starts no threads of its own per stage. Beam 2.77 starts two
+    for every stage of a round (~55 a round): its bundle processor builds the stage's
+    operations in a new one-thread pool (so that an SDK harness can give up on a DoFn
+    stuck unpickling), and its state sampler starts a thread that wakes every few ms to
+    charge elapsed time to the running step (the msec counters of a runner's UI), which
+    `stop` then joins. In-process nobody reads those counters, and a stuck unpickle would
+    hang the round either way. Built in the calling thread and without the sampling
+    thread, a 10-page round's stages took 0.89–0.93 s instead of 1.18 s (scratch timer
+    around `run_stages`, two runs each). Element counts, user metrics and the fetch's
+    progress are unchanged (they do not come from the sampler's thread). Patches this
+    process only; idempotent; does nothing if Beam's internals no longer look as expected."""
+    try:
+        from apache_beam.runners.worker import bundle_processor, statesampler
+        sampler = statesampler.StateSampler
+        set_tracker = statesampler.set_current_tracker
+        futures = bundle_processor.concurrent.futures
+        futures.ThreadPoolExecutor, futures.TimeoutError   # noqa: B018 - present, or no patch
+    except (ImportError, AttributeError):
+        return
+    if hasattr(sampler.start, "__wrapped__"):   # patched already (an earlier round)
+        return
+
+    def start(self):
+        self.tracked_thread = threading.current_thread()
+        set_tracker(self)
+        self.started = True
+
+    def stop(self):
+        set_tracker(None)
+        self.finished = True
+
+    start.__wrapped__, stop.__wrapped__ = sampler.start, sampler.stop
+    sampler.start, sampler.stop = start, stop
+    inline = types.SimpleNamespace(ThreadPoolExecutor=_InlineExecutor, TimeoutError=futures.TimeoutError)
+    bundle_processor.concurrent = types.SimpleNamespace(futures=inline)
+
+
 def run_pipeline(builder, argv):
     construction.install()
     options, runner = pipeline_options(argv)
     if runner is not None:   # the in-process runner: this process holds the round
         lean_allocators()
         release_stage_state()
+        lean_stage_threads()
     if "DaskRunner" in str(options.view_as(StandardOptions).runner):
         from pipelines import daskfix
         daskfix.install()   # Beam 2.77's DaskRunner translation bugs (see daskfix)

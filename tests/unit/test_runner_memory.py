@@ -3,10 +3,12 @@ pipelines/__init__ keeps Arrow's C++ pool off mimalloc (README "Memory budget").
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import apache_beam as beam
-from apache_beam.runners.worker import bundle_processor, sdk_worker
+import pytest
+from apache_beam.runners.worker import bundle_processor, sdk_worker, statesampler
 
 from pipelines import runner
 
@@ -81,3 +83,43 @@ def test_arrow_cpp_pool_is_the_system_allocator():
                          env=env, capture_output=True, text=True, check=True, cwd=REPO)
     assert got.stdout.strip() == "system"
 
+
+
+def _five_shuffles(p, out):
+    x = p | beam.Create(range(12))
+    for i in range(5):
+        x = (x | f"Key{i}" >> beam.Map(lambda v: (v % 3, v)) | f"Group{i}" >> beam.GroupByKey()
+             | f"Flat{i}" >> beam.FlatMap(lambda kv: kv[1])
+             | f"Count{i}" >> beam.Map(lambda v: (beam.metrics.Metrics.counter("t", "seen").inc(), v)[1]))
+    x | "Out" >> beam.Map(lambda v: open(out, "a").write(f"{v}\n"))   # noqa: SIM115
+
+
+def test_stages_start_no_threads_of_their_own(tmp_path, monkeypatch):
+    """No execution-tree thread and no state-sampler thread per stage (Beam starts two for
+    each); results and user metrics are the same."""
+    started = []
+    original = threading.Thread.start
+
+    def start(self):
+        started.append(self.name)
+        return original(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    out = str(tmp_path / "out")
+    result = runner.run_pipeline(lambda p: _five_shuffles(p, out), ["--runner=DirectRunner"])
+    assert sorted(int(v) for v in Path(out).read_text().split()) == list(range(12))
+    seen = result.metrics().query(beam.metrics.MetricsFilter().with_name("seen"))["counters"]
+    assert sum(c.committed for c in seen) == 5 * 12
+    assert not [n for n in started if n.startswith("ExecutionTreeCreator") or n.endswith("(run)")], started
+    assert len(started) < 3, started   # six stages: Beam alone started 12 more
+    sampler = statesampler.StateSampler
+    runner.lean_stage_threads()   # idempotent: patched once
+    assert not hasattr(sampler.start.__wrapped__, "__wrapped__")
+
+
+def test_inline_executor_hands_back_results_and_errors():
+    with runner._InlineExecutor(max_workers=1, thread_name_prefix="x") as executor:
+        assert executor.submit(lambda a, b=0: a + b, 2, b=3).result(timeout=1) == 5
+        failed = executor.submit(lambda: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        failed.result(timeout=1)
