@@ -7,10 +7,15 @@ helpers import the crawl's main module: multiprocessing would, to find functions
 there, and with it Beam and the whole pipeline; a script without a `__main__` guard would
 also run again in them.
 """
+import collections
 import contextlib
 import logging
 import multiprocessing
 import os
+import pickle
+import select
+import socket
+import struct
 import sys
 import threading
 
@@ -105,6 +110,10 @@ class Helper:
             self._starter.start()
         return self
 
+    def starting(self) -> bool:
+        """True while the background start is still under way (never blocks)."""
+        return self._starter is not None and self._starter.is_alive()
+
     def ready(self):
         """Wait for the start; True if the helper runs."""
         if self._starter is not None:
@@ -125,3 +134,96 @@ class Helper:
     def _stop(self, kill=False):   # (without waiting for the start: `_break` may run in it)
         conn, proc, self._conn, self._proc = self._conn, self._proc, None, None
         stop_helper(conn, proc, kill)
+
+
+_HEADER, _BIG = struct.Struct("!i"), struct.Struct("!Q")
+PIPE_BUFFER = 4 << 20   # bytes a helper's pipe may hold each way (the OS may cap it lower)
+
+
+def widen(conn, size=PIPE_BUFFER) -> None:
+    """Let `conn`'s socket hold `size` bytes on their way out (Linux caps it at
+    net.core.wmem_max, 208 KiB by default on some systems): a batch of pages or of their
+    fates (~0.3-0.5 MB) then goes in one write instead of waiting for the reader. Nothing
+    happens for a connection that is not a socket."""
+    try:
+        with socket.socket(fileno=os.dup(conn.fileno())) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)
+    except OSError:
+        pass
+
+
+class Channel:
+    """The parent's end of a helper's pipe, never blocking the thread that uses it.
+
+    `put(message)` queues a message and writes what the pipe takes now; `take()` writes
+    what is queued, then reads what has arrived and returns the messages complete by now;
+    `wait(timeout)` blocks until the pipe can move data either way. Messages are framed as
+    `multiprocessing.Connection` frames them, so the helper keeps its plain blocking
+    `recv`/`send`. Why: a helper fed through a `ProcessPoolExecutor` depends on the
+    executor's feeder and result threads, which in a busy process wait for its interpreter
+    lock, so the helper idles while its batches sit in this process. Here the thread that
+    produces the work moves the bytes itself, whenever it passes by. A closed or failed
+    pipe raises EOFError or OSError from `put`, `take` or `wait`."""
+
+    def __init__(self, conn):
+        self.conn, self._fd = conn, conn.fileno()
+        widen(conn)
+        os.set_blocking(self._fd, False)
+        self._out, self._in, self._closed = collections.deque(), bytearray(), False
+
+    def put(self, message) -> None:
+        data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
+        n = len(data)
+        self._out.append(memoryview(_HEADER.pack(n) if n <= 0x7FFFFFFF else _HEADER.pack(-1) + _BIG.pack(n)))
+        self._out.append(memoryview(data))
+        self._write()
+
+    def pending_output(self) -> bool:
+        return bool(self._out)
+
+    def _write(self) -> None:
+        while self._out:
+            try:
+                n = os.write(self._fd, self._out[0])
+            except BlockingIOError:
+                return
+            if n == len(self._out[0]):
+                self._out.popleft()
+            else:
+                self._out[0] = self._out[0][n:]
+
+    def take(self) -> list:
+        self._write()
+        while not self._closed:
+            try:
+                chunk = os.read(self._fd, 1 << 20)
+            except BlockingIOError:
+                break
+            if not chunk:
+                self._closed = True   # what arrived before the end is still handed out
+            self._in += chunk
+        messages = self._messages()
+        if self._closed and not messages:
+            raise EOFError("the helper closed its pipe")
+        return messages
+
+    def _messages(self) -> list:
+        out, buf = [], self._in
+        while len(buf) >= 4:
+            (n,), start = _HEADER.unpack_from(buf), 4
+            if n == -1:
+                if len(buf) < 12:
+                    break
+                (n,), start = _BIG.unpack_from(buf, 4), 12
+            if len(buf) < start + n:
+                break
+            with memoryview(buf) as view, view[start:start + n] as part:
+                out.append(pickle.loads(part))
+            del buf[:start + n]
+        return out
+
+    def wait(self, timeout=None) -> None:
+        """Until the helper has sent something, or taken some of what waits to go."""
+        poller = select.poll()
+        poller.register(self._fd, select.POLLIN | (select.POLLOUT if self._out else 0))
+        poller.poll(None if timeout is None else int(timeout * 1000))

@@ -91,8 +91,8 @@ def test_a_dead_worker_loses_no_page(caplog):
             for fates, _ in pool.submit(p):
                 got.extend(fates)
         assert pool.sent == 1
-        for pid in list(pool._executor._processes):
-            os.kill(pid, signal.SIGKILL)
+        for worker in pool._workers:
+            os.kill(worker._proc.pid, signal.SIGKILL)
         for p in pages[8:]:
             for fates, _ in pool.submit(p):
                 got.extend(fates)
@@ -107,11 +107,11 @@ def test_a_dead_worker_loses_no_page(caplog):
 
 def test_a_process_that_may_not_start_workers_parses_inline(monkeypatch):
     """E.g. a daemonic worker process of a cluster engine: no pool, same fates, one warning."""
-    import transforms.page.pool as pool_mod
+    import transforms.procs as procs
 
     def refuse(*args, **kwargs):
         raise AssertionError("daemonic processes are not allowed to have children")
-    monkeypatch.setattr(pool_mod.cf, "ProcessPoolExecutor", refuse)
+    monkeypatch.setattr(procs, "start_helper", refuse)
     pages = _pages()[:10]
     pool = FatePool(CONFIG, processes=2, batch=4)
     pool.wait_started()

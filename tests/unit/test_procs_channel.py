@@ -1,0 +1,97 @@
+"""procs.Channel: a helper's pipe moved by the parent's own thread, without blocking it,
+framed as multiprocessing.Connection frames messages (the helper keeps plain recv/send)."""
+import multiprocessing
+import pickle
+import struct
+import threading
+import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from transforms.procs import Channel
+
+
+def _echo(conn, count):
+    for _ in range(count):
+        conn.send(conn.recv())
+    conn.close()
+
+
+def _until(channel, want, seconds=30):
+    got, deadline = [], time.monotonic() + seconds
+    while len(got) < want and time.monotonic() < deadline:
+        got += channel.take()
+        if len(got) < want:
+            channel.wait(0.05)
+    return got
+
+
+def test_messages_go_both_ways_in_order_whatever_their_size():
+    parent, child = multiprocessing.Pipe()
+    messages = [("small", 1), b"x" * (12 << 20), list(range(1000)), None]
+    helper = threading.Thread(target=_echo, args=(child, len(messages)))
+    helper.start()
+    channel = Channel(parent)
+    for m in messages:
+        channel.put(m)
+    assert _until(channel, len(messages)) == messages
+    helper.join(timeout=10)
+
+
+def test_put_returns_at_once_when_nobody_reads():
+    parent, child = multiprocessing.Pipe()
+    channel = Channel(parent)
+    started = time.monotonic()
+    for _ in range(8):
+        channel.put(b"y" * (4 << 20))   # 32 MB: far beyond what the socket holds
+    assert time.monotonic() - started < 5
+    assert channel.pending_output()
+    got = []
+    reader = threading.Thread(target=lambda: got.extend(child.recv() for _ in range(8)))
+    reader.start()
+    deadline = time.monotonic() + 30
+    while channel.pending_output() and time.monotonic() < deadline:
+        channel.take()
+        channel.wait(0.05)
+    reader.join(timeout=30)
+    assert got == [b"y" * (4 << 20)] * 8
+
+
+def test_what_came_before_the_end_is_handed_out_then_the_end():
+    parent, child = multiprocessing.Pipe()
+    child.send("one")
+    child.send("two")
+    child.close()
+    channel = Channel(parent)
+    assert _until(channel, 2) == ["one", "two"]
+    try:
+        channel.take()
+    except EOFError:
+        pass
+    else:
+        raise AssertionError("a closed pipe must raise EOFError once its messages are out")
+
+
+def _frame(obj, big=False):
+    data = pickle.dumps(obj)
+    head = struct.pack("!i", -1) + struct.pack("!Q", len(data)) if big else struct.pack("!i", len(data))
+    return head + data
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.binary(max_size=300), st.text(max_size=50), st.integers()), st.booleans()),
+                max_size=8),
+       st.lists(st.integers(min_value=1, max_value=97), max_size=40))
+def test_frames_cut_anywhere_decode_to_the_same_messages(items, cuts):
+    """The 4-byte and the 4+8-byte (over 2 GiB) headers, fed in arbitrary pieces."""
+    wire = b"".join(_frame(obj, big) for obj, big in items)
+    parent, _child = multiprocessing.Pipe()
+    channel = Channel(parent)
+    got, pos = [], 0
+    for cut in cuts + [len(wire)]:
+        channel._in += wire[pos:pos + cut]
+        pos += cut
+        got += channel._messages()
+    assert got == [obj for obj, _ in items]
+    assert not channel._in
