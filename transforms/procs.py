@@ -96,7 +96,7 @@ class Helper:
     STOPPED = "a helper process stopped (%s)"
 
     def __init__(self):
-        self._conn = self._proc = self._starter = None
+        self._conn = self._proc = self._starter = self._channel = None
         self.broken = None
 
     def start(self, target, *args):
@@ -131,7 +131,21 @@ class Helper:
             self._starter.join()
         self._stop(kill)
 
+    def channel(self):
+        """The helper's pipe as a `Channel` (made on first use; from then on the pipe never
+        blocks this end). Only once the helper runs (`ready`)."""
+        if self._channel is None:
+            self._channel = Channel(self._conn)
+        return self._channel
+
     def _stop(self, kill=False):   # (without waiting for the start: `_break` may run in it)
+        channel, self._channel = self._channel, None
+        if channel is not None and not kill:   # the None that ends it goes out blocking,
+            try:                               # behind nothing half-written
+                kill = channel.pending_output()
+                os.set_blocking(channel.conn.fileno(), True)
+            except (OSError, ValueError):
+                kill = True
         conn, proc, self._conn, self._proc = self._conn, self._proc, None, None
         stop_helper(conn, proc, kill)
 
@@ -224,6 +238,12 @@ class Channel:
 
     def wait(self, timeout=None) -> None:
         """Until the helper has sent something, or taken some of what waits to go."""
-        poller = select.poll()
-        poller.register(self._fd, select.POLLIN | (select.POLLOUT if self._out else 0))
-        poller.poll(None if timeout is None else int(timeout * 1000))
+        wait_any([self], timeout)
+
+
+def wait_any(channels, timeout=None) -> None:
+    """Until one of `channels` can move data (or its helper ended), or `timeout` seconds."""
+    poller = select.poll()
+    for channel in channels:
+        poller.register(channel._fd, select.POLLIN | (select.POLLOUT if channel._out else 0))
+    poller.poll(None if timeout is None else int(timeout * 1000))

@@ -192,7 +192,7 @@ def test_the_child_is_sent_a_window_of_hosts_not_the_whole_fetch_list():
         proc = FetchProcess(cfg, 2).start()
         assert proc.ready()
         log = []
-        proc._conn = _Recording(proc._conn, log)
+        proc._channel = _Recording(proc.channel(), log)
         done = [m[1] for m in proc.fetch(jobs) if m[0] == "done"]
         proc.close()
     assert sorted(done) == sorted(h for h, _, _ in jobs)
@@ -295,7 +295,7 @@ def test_the_children_of_a_fleet_share_the_jobs():
         hosts_of = []
         for child in fleet.children:
             log = []
-            child._conn = _Recording(child._conn, log)
+            child._channel = _Recording(child.channel(), log)
             hosts_of.append(log)
         done = [m[1] for m in fleet.fetch(_slow_jobs(srv, names, 3)) if m[0] == "done"]
         fleet.close()
@@ -304,22 +304,23 @@ def test_the_children_of_a_fleet_share_the_jobs():
 
 
 class _Recording:
-    """A parent's pipe end that logs the kinds of messages sent and received."""
+    """A parent's pipe (procs.Channel) that logs the kinds of messages sent and received."""
 
-    def __init__(self, conn, log):
-        self.conn, self.log = conn, log
+    def __init__(self, channel, log):
+        self.channel, self.log = channel, log
 
-    def send(self, message):
+    def put(self, message):
         self.log.append(("sent", message[0] if message else None))
-        self.conn.send(message)
+        self.channel.put(message)
 
-    def recv(self):
-        batch = self.conn.recv()
-        self.log.extend(("got", message[0]) for message in batch)
-        return batch
+    def take(self):
+        batches = self.channel.take()
+        for batch in batches:
+            self.log.extend(("got", message[0]) for message in batch)
+        return batches
 
-    def close(self):
-        self.conn.close()
+    def __getattr__(self, name):
+        return getattr(self.channel, name)
 
 
 def _started_fleet(srv, names, delay, engine="threads"):
@@ -381,19 +382,22 @@ def test_fetch_process_counts():
     assert fetch_processes("auto", cores=1) == 0 and fetch_processes("auto", cores=1, engine="loop") == 0
 
 
-def test_a_bug_in_a_fleets_reader_fails_the_bundle_instead_of_hanging_it():
+def test_a_bug_while_reading_a_child_fails_the_bundle_instead_of_hanging_it():
+    """An error that is not the child's end (a bug here) ends the bundle with it, and its
+    children with it: nothing of theirs may reach the next bundle."""
     from transforms.fetch.fetchproc import FetchFleet
+
+    class _Buggy(_Recording):
+        def take(self):
+            raise RuntimeError("a bug")
+
     with LocalServer({"/robots.txt": status(404), "*": page(b"<html>x</html>")}) as srv:
         names = ["b0.test", "b1.test"]
         cfg = loopback_config({n: srv for n in names}, delay_per_host=0.05)
         fleet = FetchFleet(cfg, 2, 2).start()
         assert fleet.ready()
-
-        def broken(jobs):
-            raise RuntimeError("a bug")
-            yield
-        fleet.children[1].fetch = broken
+        fleet.children[1]._channel = _Buggy(fleet.children[1].channel(), [])
         with pytest.raises(RuntimeError, match="a bug"):
             list(fleet.fetch(_slow_jobs(srv, names, 20)))
-        assert not fleet.children[0]._proc or not fleet.children[0]._proc.is_alive()
+        assert all(not c._proc or not c._proc.is_alive() for c in fleet.children)
         fleet.close()

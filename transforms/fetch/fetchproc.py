@@ -20,7 +20,8 @@ child from holding the round's whole fetch list (sent at once, it grew the fetch
 ~26 MB in a 16 000-page round).
 
 `FetchFleet` runs several such children (the threads divided among them) on one bundle:
-each takes its next job from one shared queue (`FetchProcess.fetch` on a deque).
+each takes its next job from one shared queue, and the bundle's own thread moves all their
+pipes (`fetch_in_children`).
 
 Nothing is lost if the child dies (a crash, the OOM killer): each host without its "done"
 gets its rows not yet received as transient results (retried next round) and its old host
@@ -42,7 +43,7 @@ import threading
 from transforms import faults
 from transforms.fetch.hostjob import (as_rows, fetch_one_host, fetch_pool, host_row_unchanged,
                                       transient_pages)
-from transforms.procs import Helper, usable_cores
+from transforms.procs import Helper, usable_cores, wait_any, widen
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +107,7 @@ def serve(conn, config, threads):
     """The child's loop: bundles of jobs in, their pages and results out, until None."""
     if os.environ.get(faults.ENV) == "fetch":
         os.environ.pop(faults.ENV)          # the parent crashes instead (module docstring)
+    widen(conn)   # a batch of pages goes out in one write while the parent is busy
     pool, factory = fetch_pool(config, threads)
     send = Outbox(conn, threads).put
 
@@ -190,66 +192,108 @@ class FetchProcess(Helper):
     def fetch(self, jobs):
         """Fetch a bundle's jobs in the child. Yields `("host", host)`, `("page", host, page)`
         and `("done", host, result)` as they happen; every job gets its "done", also when the
-        child dies on the way (then from `lost_host`).
+        child dies on the way (then from `lost_host`)."""
+        yield from fetch_in_children([self], jobs)
 
-        `jobs` is a list, or a deque the fetch processes of a `FetchFleet` share: each takes
-        its next job from it, and a child that dies leaves the jobs not taken to the others."""
-        shared = isinstance(jobs, collections.deque)
-        unsent = jobs if shared else collections.deque(jobs)
-        by_host = {}                     # the jobs sent and not done
-        received = collections.defaultdict(set)
-        last_sent = finished = False
 
-        def send_next():   # the next job, or ("last",) once they are all sent
-            nonlocal last_sent
-            try:
-                host, rows, state_row = unsent.popleft()   # (atomic: the fleet's threads share it)
-            except IndexError:
-                host = None
-            if host is not None:   # as dicts: the child only loads them (a 30-row table: 225 us
-                # to pickle and load, its dicts 27 us, converting it 201 us, done here)
-                by_host[host] = (rows, state_row)
-                self._conn.send(("job", host, as_rows(rows), state_row))
-            elif not last_sent:
-                last_sent = True
-                self._conn.send(("last",))
+class _ChildRun:
+    """One fetch process's part of a bundle: jobs out (at most `window` of them not done,
+    the next taken from the deque the bundle's children share), its messages in, and its
+    hosts `lost_host` if it dies (the jobs it did not take stay for the others)."""
 
+    def __init__(self, child, unsent):
+        self.child, self.unsent, self.channel = child, unsent, child.channel()
+        self.by_host = {}                # the jobs sent and not done
+        self.received = collections.defaultdict(set)
+        self.last_sent = self.finished = False
+
+    def begin(self):
+        for _ in range(window(self.child.threads)):
+            self._send_next()
+
+    def _send_next(self):   # the next job, or ("last",) once they are all sent
         try:
-            for _ in range(window(self.threads)):
-                send_next()
-            while True:
-                for message in self._conn.recv():
-                    kind = message[0]
-                    if kind == "end":
-                        finished = True
-                        return
-                    if kind == "page":
-                        received[message[1]].add(message[2]["fp"])
-                    elif kind == "done":
-                        del by_host[message[1]]
-                        send_next()   # before the host's outputs go downstream
-                        yield message
-                        faults.crash_point("fetch")
-                        continue
-                    yield message
-        except (EOFError, OSError) as e:
-            finished = True
-            self._break(e)
-            self.close(kill=True)
-            lost = list(by_host.items())
-            while unsent and not shared:
-                host, rows, state_row = unsent.popleft()
-                lost.append((host, (rows, state_row)))
-            for host, (rows, state_row) in lost:
-                yield "done", host, lost_host(host, rows, state_row, received[host], self.broken)
-        finally:
-            if not finished:   # the bundle stopped reading (it failed downstream): the rest of
-                self.close(kill=True)   # its messages must not reach the next bundle
+            host, rows, state_row = self.unsent.popleft()
+        except IndexError:
+            host = None
+        if host is not None:   # as dicts: the child only loads them (a 30-row table: 225 us
+            # to pickle and load, its dicts 27 us, converting it 201 us, done here)
+            self.by_host[host] = (rows, state_row)
+            self.channel.put(("job", host, as_rows(rows), state_row))
+        elif not self.last_sent:
+            self.last_sent = True
+            self.channel.put(("last",))
+
+    def take(self) -> list:
+        """The messages arrived by now (the child sends them in lists)."""
+        out = []
+        for batch in self.channel.take():
+            for message in batch:
+                kind = message[0]
+                if kind == "end":       # the bundle's last message from this child
+                    self.finished = True
+                    return out
+                if kind == "page":
+                    self.received[message[1]].add(message[2]["fp"])
+                elif kind == "done":
+                    del self.by_host[message[1]]
+                    self._send_next()   # before the host's outputs go downstream
+                out.append(message)
+        return out
+
+    def lost(self, error) -> list:
+        self.finished = True
+        self.child._break(error)
+        self.child.close(kill=True)
+        return [("done", host, lost_host(host, rows, state_row, self.received[host], self.child.broken))
+                for host, (rows, state_row) in self.by_host.items()]
 
 
-class _Raised:
-    def __init__(self, error):
-        self.error = error
+def fetch_in_children(children, jobs):
+    """A bundle's jobs fetched by running fetch processes that share them (`FetchProcess.fetch`'s
+    messages and guarantees). One thread, the bundle's own, moves every pipe (`procs.Channel`)
+    and waits on all of them at once when none has anything: no reader thread per child, whose
+    hand-offs through this busy process's interpreter lock held the children's pages back
+    (their outboxes full, their fetch threads waiting). Jobs no child was left to take come
+    back lost."""
+    unsent = collections.deque(jobs)
+    runs = [_ChildRun(child, unsent) for child in children]
+    completed = False
+    try:
+        ready = []
+        for run in runs:
+            try:
+                run.begin()
+            except (OSError, ValueError) as e:
+                ready += run.lost(e)
+        while True:
+            for message in ready:
+                yield message
+                if message[0] == "done":
+                    faults.crash_point("fetch")
+            active = [run for run in runs if not run.finished]
+            if not active:
+                break
+            ready = []
+            for run in active:
+                try:
+                    ready += run.take()
+                except (EOFError, OSError, ValueError) as e:
+                    ready += run.lost(e)
+            if not ready:
+                try:
+                    wait_any([run.channel for run in active if not run.finished], 0.5)
+                except (OSError, ValueError):   # a pipe closed meanwhile: its take() says so
+                    pass
+        reason = "; ".join(c.broken for c in children if c.broken) or "no fetch process left"
+        while unsent:   # every child died before taking these
+            host, rows, state_row = unsent.popleft()
+            yield "done", host, lost_host(host, rows, state_row, (), reason)
+        completed = True
+    finally:
+        if not completed:   # the bundle stopped reading (it failed downstream): the rest of
+            for child in children:   # its messages must not reach the next bundle
+                child.close(kill=True)
 
 
 class FetchFleet:
@@ -259,13 +303,10 @@ class FetchFleet:
     fetch process spends its time handing that lock around, and one host alone fetched faster
     than 32 together. Split over several processes (the threads divided among them) the
     hand-offs fall and the cores left idle fetch. Each child takes its next job from one
-    deque, longest first as given; a thread per child reads its pipe into one bounded queue
-    this generator drains, so a slow reader still stops the children. A child that dies
-    leaves its lost hosts (`lost_host`) and the jobs it did not take to the others; jobs no
-    child was left to take come back lost too.
+    deque, longest first as given (`fetch_in_children`); a slow reader still stops the
+    children (their pipes fill). A child that dies leaves its lost hosts (`lost_host`) and
+    the jobs it did not take to the others; jobs no child was left to take come back lost too.
     """
-
-    QUEUED = 64   # messages read from the children and not yet taken, at most
 
     def __init__(self, config, threads, processes):
         n = max(1, int(processes))
@@ -282,56 +323,7 @@ class FetchFleet:
 
     def fetch(self, jobs):
         """`FetchProcess.fetch` over the running children: same messages, same guarantees."""
-        running = [child for child in self.children if child.ready()]
-        if len(running) == 1:
-            yield from running[0].fetch(jobs)
-            return
-        shared, out = collections.deque(jobs), queue.Queue(self.QUEUED)
-        stop, end = threading.Event(), object()
-
-        def put(item):   # False once the bundle stopped reading
-            while not stop.is_set():
-                try:
-                    out.put(item, timeout=0.5)
-                    return True
-                except queue.Full:
-                    continue
-            return False
-
-        def read(child):   # a thread per child: its messages into `out`, then `end`
-            messages = child.fetch(shared)
-            try:
-                if all(put(message) for message in messages):
-                    put(end)
-            except BaseException as e:   # noqa: BLE001 - a bug: raised by the bundle, not lost here
-                put(_Raised(e))
-            finally:
-                messages.close()
-
-        readers = [threading.Thread(target=read, args=(c,), name="fetch-fleet", daemon=True)
-                   for c in running]
-        for t in readers:
-            t.start()
-        completed = False
-        try:
-            left = len(readers)
-            while left:
-                message = out.get()
-                if message is end:
-                    left -= 1
-                elif isinstance(message, _Raised):
-                    raise message.error
-                else:
-                    yield message
-            while shared:   # every child died before taking these
-                host, rows, state_row = shared.popleft()
-                yield "done", host, lost_host(host, rows, state_row, (), self.broken or "no fetch process left")
-            completed = True
-        finally:
-            stop.set()
-            if not completed:   # the bundle stopped reading: its children must not go on
-                for child in running:
-                    child.close(kill=True)
+        yield from fetch_in_children([child for child in self.children if child.ready()], jobs)
 
     @property
     def broken(self):

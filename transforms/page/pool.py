@@ -21,14 +21,13 @@ round of a few hundred pages pays no process start-up.
 """
 import collections
 import logging
-import os
 import time
 
 import numpy as np
 
 from transforms.contentseen.fingerprints import minhash_signatures
 from transforms.page.fate import page_fate
-from transforms.procs import Channel, Helper, usable_cores, widen
+from transforms.procs import Helper, usable_cores, wait_any, widen
 
 log = logging.getLogger(__name__)
 
@@ -65,19 +64,11 @@ class _PageWorker(Helper):
 
     def __init__(self):
         super().__init__()
-        self.channel, self.batches = None, collections.deque()
+        self.up, self.batches = False, collections.deque()
 
     def _break(self, error):   # recorded only: FatePool warns once for all its workers
         if self.broken is None:
             self.broken = f"{type(error).__name__}: {error}"
-
-    def close(self, kill=False):
-        if self.channel is not None:
-            kill = kill or self.channel.pending_output() or bool(self.batches)
-            if not kill:   # the None that ends it goes out with a plain blocking send
-                os.set_blocking(self.channel.conn.fileno(), True)
-            self.channel = None
-        super().close(kill)
 
 
 class FatePool:
@@ -114,17 +105,13 @@ class FatePool:
             return []
         if not self._workers:
             self._workers = [_PageWorker().start(_fate_loop, self.config) for _ in range(self.processes)]
-        up = []
         for w in self._workers:
-            if w.channel is None:
-                if w.starting():
-                    continue
+            if not w.up and not w.starting():
                 if not w.ready():   # no worker here (a daemonic process may not start children)
                     self._fail(w.broken or "page worker did not start")
                     return []
-                w.channel = Channel(w._conn)
-            up.append(w)
-        return up
+                w.up = True
+        return [w for w in self._workers if w.up]
 
     def _break(self, error):
         if self.broken is None:
@@ -156,7 +143,7 @@ class FatePool:
             worker = min(up, key=lambda w: len(w.batches))
             worker.batches.append(batch)
             try:
-                worker.channel.put(batch)
+                worker.channel().put(batch)
             except (OSError, ValueError) as e:   # the worker is gone: its batches run here
                 return self._fail(e)
             self.sent += 1
@@ -166,10 +153,10 @@ class FatePool:
     def _collect(self):
         done = []
         for w in self._workers:
-            if w.channel is None or not w.batches:
+            if not w.batches:
                 continue
             try:
-                results = w.channel.take()
+                results = w.channel().take()
             except (OSError, EOFError) as e:
                 return done + self._fail(e)
             for result in results:
@@ -183,11 +170,11 @@ class FatePool:
             yield from self._send()
         while True:
             yield from self._collect()
-            waiting = [w for w in self._workers if w.batches and w.channel is not None]
+            waiting = [w.channel() for w in self._workers if w.batches]
             if not waiting:
                 return
             try:
-                waiting[0].channel.wait(0.05)
+                wait_any(waiting, 0.05)
             except (OSError, ValueError) as e:
                 yield from self._fail(e)
 
