@@ -170,6 +170,9 @@ class PageFates(beam.DoFn):
             self._pool = None
 
 
+VISITED_BATCH = 2 * SignPool.MIN_TEXTS   # rows at least (the last of a bundle may be fewer)
+
+
 class VisitedTables(beam.DoFn):
     """Batches of visited rows -> VISITED tables (`visited_table`); with `processes` > 0 the
     MinHash signing of a bundle's big batches is split with a helper process (`SignPool`,
@@ -237,7 +240,9 @@ class ProcessPages(beam.PTransform):
                    | "DropHostTemplate" >> beam.Map(
                        lambda r, t: sign_text(r, t.get(r["host"]), TEXT_FOR_MINHASH),
                        beam.pvalue.AsDict(template))
-                   | "BatchVisited" >> beam.BatchElements(min_batch_size=1, max_batch_size=2000)
+                   # batches big enough for the MinHash helper: Beam's adaptive batching
+                   # kept them at ~180 rows here, under SignPool.MIN_TEXTS, so it signed alone
+                   | "BatchVisited" >> beam.BatchElements(min_batch_size=VISITED_BATCH, max_batch_size=2000)
                    | "VisitedTables" >> beam.ParDo(VisitedTables(self.processes)).with_output_types(pa.Table))
         docfreq = None
         if self.config.focus is not None:   # vertical crawling: the round's DF delta
