@@ -123,3 +123,39 @@ def test_inline_executor_hands_back_results_and_errors():
         failed = executor.submit(lambda: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         failed.result(timeout=1)
+
+
+class _PicklesSomething(beam.DoFn):
+    """Records how Beam's pickler encodes an object while the pipeline runs."""
+
+    def __init__(self, out):
+        self.out = out
+
+    def process(self, x):
+        from apache_beam.internal import pickler
+        with open(self.out, "a") as f:
+            f.write(pickler.dumps({"x": x}).decode() + "\n")
+        yield x
+
+
+def test_in_process_payloads_are_not_bz2_compressed_and_both_forms_load(tmp_path):
+    import base64
+
+    from apache_beam.internal import pickler
+    out = str(tmp_path / "payloads")
+    runner.run_pipeline(lambda p: p | beam.Create([1, 2]) | beam.ParDo(_PicklesSomething(out)),
+                        ["--runner=DirectRunner"])
+    during = Path(out).read_text().split()
+    assert len(during) == 2 and all(base64.b64decode(d)[:1] == b"\x80" for d in during)
+    assert sorted(pickler.loads(d)["x"] for d in during) == [1, 2]
+    after = pickler.dumps({"x": 3})   # outside a run: Beam's own bz2 form, readable anywhere
+    assert base64.b64decode(after)[:3] == b"BZh" and pickler.loads(after) == {"x": 3}
+
+
+def test_only_runs_whose_workers_are_this_process_skip_the_compression():
+    from apache_beam.options.pipeline_options import PipelineOptions
+    local = object()
+    assert runner.workers_in_this_process(PipelineOptions([]), local)
+    assert runner.workers_in_this_process(PipelineOptions(["--direct_running_mode=multi_threading"]), local)
+    assert not runner.workers_in_this_process(PipelineOptions(["--direct_running_mode=multi_processing"]), local)
+    assert not runner.workers_in_this_process(PipelineOptions([]), None)   # PortableRunner, Dask, ...
