@@ -303,6 +303,37 @@ def test_the_children_of_a_fleet_share_the_jobs():
     assert all(("sent", "job") in log for log in hosts_of)        # both children took jobs
 
 
+def test_a_fleet_deals_the_first_jobs_to_its_children_in_turn():
+    """Jobs come longest host first: they go to the children in turn, so the longest chains
+    do not all run in one child while the other runs out of work."""
+    from transforms.fetch.fetchproc import FetchFleet
+
+    class _Dealt(_Recording):
+        def __init__(self, channel, sent, k):
+            super().__init__(channel, [])
+            self.sent, self.k = sent, k
+
+        def put(self, message):
+            if message and message[0] == "job":
+                self.sent.append((self.k, message[1]))
+            super().put(message)
+
+    with LocalServer(ROUTES) as srv:
+        names = [f"d{i}.test" for i in range(6)]
+        cfg = loopback_config({n: srv for n in names}, delay_per_host=0)
+        fleet = FetchFleet(cfg, 2, 2).start()   # two children of one thread: windows of 4
+        assert fleet.ready()
+        sent = []
+        for k, child in enumerate(fleet.children):
+            child._channel = _Dealt(child.channel(), sent, k)
+        jobs = _slow_jobs(srv, names, 2)
+        done = [m[1] for m in fleet.fetch(jobs) if m[0] == "done"]
+        fleet.close()
+    assert sorted(done) == sorted(h for h, _, _ in jobs)
+    assert [k for k, _ in sent[:4]] == [0, 1, 0, 1]
+    assert [h for _, h in sent[:4]] == [h for h, _, _ in jobs[:4]]
+
+
 class _Recording:
     """A parent's pipe (procs.Channel) that logs the kinds of messages sent and received."""
 

@@ -207,8 +207,9 @@ class _ChildRun:
         self.received = collections.defaultdict(set)
         self.last_sent = self.finished = False
 
-    def begin(self):
-        for _ in range(window(self.child.threads)):
+    def begin_one(self):
+        """One more job (or "last") if the window has room."""
+        if not self.last_sent and len(self.by_host) < window(self.child.threads):
             self._send_next()
 
     def _send_next(self):   # the next job, or ("last",) once they are all sent
@@ -261,11 +262,15 @@ def fetch_in_children(children, jobs):
     completed = False
     try:
         ready = []
-        for run in runs:
-            try:
-                run.begin()
-            except (OSError, ValueError) as e:
-                ready += run.lost(e)
+        # the first windows dealt in turn: the longest hosts (first in `jobs`) go to every
+        # child, not all to the first one (whose chains then ran on one core at the end)
+        for _ in range(max((window(run.child.threads) for run in runs), default=0) + 1):
+            for run in runs:
+                if not run.finished:
+                    try:
+                        run.begin_one()
+                    except (OSError, ValueError) as e:
+                        ready += run.lost(e)
         while True:
             for message in ready:
                 yield message
