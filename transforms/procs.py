@@ -66,6 +66,19 @@ def start_helper(target, *args, name):
     return parent, proc
 
 
+def answer(conn, fn, *args):
+    """A helper's loop: each message read from `conn` is answered with `fn(message, *args)`,
+    until None or the parent's end of the pipe is gone."""
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        conn.send(fn(message, *args))
+
+
 def stop_helper(conn, proc, kill=False):
     """End a helper: None on its pipe (it ends once it reads it), then wait up to 5 s before
     killing it; with `kill`, at once."""
@@ -222,18 +235,20 @@ class Channel:
         return messages
 
     def _messages(self) -> list:
-        out, buf = [], self._in
-        while len(buf) >= 4:
-            (n,), start = _HEADER.unpack_from(buf), 4
-            if n == -1:
-                if len(buf) < 12:
+        out, buf, at = [], self._in, 0
+        with memoryview(buf) as view:
+            while len(buf) - at >= 4:
+                (n,), start = _HEADER.unpack_from(buf, at), at + 4
+                if n == -1:
+                    if len(buf) - at < 12:
+                        break
+                    (n,), start = _BIG.unpack_from(buf, at + 4), at + 12
+                if len(buf) < start + n:
                     break
-                (n,), start = _BIG.unpack_from(buf, 4), 12
-            if len(buf) < start + n:
-                break
-            with memoryview(buf) as view, view[start:start + n] as part:
-                out.append(pickle.loads(part))
-            del buf[:start + n]
+                with view[start:start + n] as part:
+                    out.append(pickle.loads(part))
+                at = start + n
+        del buf[:at]   # once, after the views are released
         return out
 
     def wait(self, timeout=None) -> None:

@@ -238,7 +238,10 @@ class _ChildRun:
                     self.received[message[1]].add(message[2]["fp"])
                 elif kind == "done":
                     del self.by_host[message[1]]
-                    self._send_next()   # before the host's outputs go downstream
+                    try:
+                        self._send_next()   # before the host's outputs go downstream
+                    except (OSError, ValueError):   # the child is gone: these messages still
+                        pass   # go out, and the next take() ends in EOFError (then `lost`)
                 out.append(message)
         return out
 

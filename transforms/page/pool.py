@@ -27,7 +27,7 @@ import numpy as np
 
 from transforms.contentseen.fingerprints import minhash_signatures
 from transforms.page.fate import page_fate
-from transforms.procs import Helper, usable_cores, wait_any, widen
+from transforms.procs import Helper, answer, usable_cores, wait_any, widen
 
 log = logging.getLogger(__name__)
 
@@ -47,14 +47,7 @@ def page_fates(pages, config):
 def _fate_loop(conn, config):
     """A page worker: batches of pages in, their (fates, seconds) out, until None or EOF."""
     widen(conn)
-    while True:
-        try:
-            pages = conn.recv()
-        except (EOFError, OSError):
-            return
-        if pages is None:
-            return
-        conn.send(page_fates(pages, config))
+    answer(conn, page_fates, config)
 
 
 class _PageWorker(Helper):
@@ -187,20 +180,13 @@ class FatePool:
 
     def close(self):
         for w in self._workers:
-            w.close()
+            w.close(kill=bool(w.batches))   # batches still out: the bundle failed, nobody waits
         self._workers = []
 
 
 def _sign_loop(conn):
     """The MinHash helper: batches of texts in, their signatures out, until None or EOF."""
-    while True:
-        try:
-            texts = conn.recv()
-        except (EOFError, OSError):
-            return
-        if texts is None:
-            return
-        conn.send(minhash_signatures(texts))
+    answer(conn, minhash_signatures)
 
 
 class SignPool(Helper):
