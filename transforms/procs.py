@@ -1,4 +1,5 @@
-"""Helper processes of a worker (page workers, the fetch process): how they are started.
+"""Helper processes of a worker (page workers, the fetch process): how they are started,
+and the parent's non-blocking end of their pipes (`Channel`).
 
 They come from one clean fork server (never forked from a process with live threads). The
 fork server imports the stage modules they run once (`PRELOAD`), so each helper starts in
@@ -60,6 +61,8 @@ def start_helper(target, *args, name):
     with main_module_hidden():
         ctx = helper_context()
         parent, child = ctx.Pipe()
+        widen(parent)
+        widen(child)   # (a socket's options go with it into the helper)
         proc = ctx.Process(target=target, args=(child, *args), name=name, daemon=True)
         proc.start()
     child.close()
@@ -170,8 +173,9 @@ PIPE_BUFFER = 4 << 20   # bytes a helper's pipe may hold each way (the OS may ca
 def widen(conn, size=PIPE_BUFFER) -> None:
     """Let `conn`'s socket hold `size` bytes on their way out (Linux caps it at
     net.core.wmem_max, 208 KiB by default on some systems): a batch of pages or of their
-    fates (~0.3-0.5 MB) then goes in one write instead of waiting for the reader. Nothing
-    happens for a connection that is not a socket."""
+    fates (~0.3-0.5 MB) then goes in one write instead of waiting for the reader.
+    `start_helper` widens both ends of every helper's pipe. Nothing happens for a
+    connection that is not a socket."""
     try:
         with socket.socket(fileno=os.dup(conn.fileno())) as sock:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)
@@ -184,17 +188,16 @@ class Channel:
 
     `put(message)` queues a message and writes what the pipe takes now; `take()` writes
     what is queued, then reads what has arrived and returns the messages complete by now;
-    `wait(timeout)` blocks until the pipe can move data either way. Messages are framed as
-    `multiprocessing.Connection` frames them, so the helper keeps its plain blocking
-    `recv`/`send`. Why: a helper fed through a `ProcessPoolExecutor` depends on the
-    executor's feeder and result threads, which in a busy process wait for its interpreter
-    lock, so the helper idles while its batches sit in this process. Here the thread that
-    produces the work moves the bytes itself, whenever it passes by. A closed or failed
-    pipe raises EOFError or OSError from `put`, `take` or `wait`."""
+    `wait_any(channels, timeout)` blocks until one of them can move data either way.
+    Messages are framed as `multiprocessing.Connection` frames them, so the helper keeps its
+    plain blocking `recv`/`send`. Why: a helper fed through a `ProcessPoolExecutor` depends
+    on the executor's feeder and result threads, which in a busy process wait for its
+    interpreter lock, so the helper idles while its batches sit in this process. Here the
+    thread that produces the work moves the bytes itself, whenever it passes by. A closed
+    or failed pipe raises EOFError or OSError from `put` or `take`."""
 
     def __init__(self, conn):
         self.conn, self._fd = conn, conn.fileno()
-        widen(conn)
         os.set_blocking(self._fd, False)
         self._out, self._in, self._closed = collections.deque(), bytearray(), False
 
@@ -250,11 +253,6 @@ class Channel:
                 at = start + n
         del buf[:at]   # once, after the views are released
         return out
-
-    def wait(self, timeout=None) -> None:
-        """Until the helper has sent something, or taken some of what waits to go."""
-        wait_any([self], timeout)
-
 
 def wait_any(channels, timeout=None) -> None:
     """Until one of `channels` can move data (or its helper ended), or `timeout` seconds."""

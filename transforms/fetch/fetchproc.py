@@ -43,7 +43,7 @@ import threading
 from transforms import faults
 from transforms.fetch.hostjob import (as_rows, fetch_one_host, fetch_pool, host_row_unchanged,
                                       transient_pages)
-from transforms.procs import Helper, usable_cores, wait_any, widen
+from transforms.procs import Helper, usable_cores, wait_any
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,6 @@ def serve(conn, config, threads):
     """The child's loop: bundles of jobs in, their pages and results out, until None."""
     if os.environ.get(faults.ENV) == "fetch":
         os.environ.pop(faults.ENV)          # the parent crashes instead (module docstring)
-    widen(conn)   # a batch of pages goes out in one write while the parent is busy
     pool, factory = fetch_pool(config, threads)
     send = Outbox(conn, threads).put
 

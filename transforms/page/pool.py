@@ -27,7 +27,7 @@ import numpy as np
 
 from transforms.contentseen.fingerprints import minhash_signatures
 from transforms.page.fate import page_fate
-from transforms.procs import Helper, answer, usable_cores, wait_any, widen
+from transforms.procs import Helper, answer, usable_cores, wait_any
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,6 @@ def page_fates(pages, config):
 
 def _fate_loop(conn, config):
     """A page worker: batches of pages in, their (fates, seconds) out, until None or EOF."""
-    widen(conn)
     answer(conn, page_fates, config)
 
 
