@@ -8,6 +8,7 @@ import base64
 import concurrent.futures
 import contextlib
 import ctypes
+import gc
 import inspect
 import threading
 import types
@@ -65,6 +66,20 @@ def lean_allocators():
         ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, 2)
     except (OSError, AttributeError):   # not glibc: nothing to tune
         pass
+
+
+def freeze_survivors():
+    """What is alive when a round starts is left out of the cyclic garbage collector's full
+    passes for the rest of the process (`gc.freeze`, after one full collection so that no
+    garbage is frozen): the imported modules, Beam's and this package's classes and caches.
+    A full pass walked all of them again every round: over 16 tiny rounds of one crawl, the
+    full collections took 0.737 s with the imports frozen once and 0.434 s frozen at every
+    round (gc callbacks; ~86 ms a round before, scratch measure of 6 rounds). Frozen objects
+    are still freed when their last reference goes; only a cycle among them that becomes
+    garbage later would stay: the frozen count grew by ~26 objects a round over those 16
+    rounds. In-process runner only (this process runs the round's stages)."""
+    gc.collect()
+    gc.freeze()
 
 
 def release_stage_state():
@@ -231,6 +246,7 @@ def run_pipeline(builder, argv):
     options, runner = pipeline_options(argv)
     if runner is not None:   # the in-process runner: this process holds the round
         lean_allocators()
+        freeze_survivors()
         release_stage_state()
         lean_stage_threads()
     if "DaskRunner" in str(options.view_as(StandardOptions).runner):

@@ -159,3 +159,31 @@ def test_only_runs_whose_workers_are_this_process_skip_the_compression():
     assert runner.workers_in_this_process(PipelineOptions(["--direct_running_mode=multi_threading"]), local)
     assert not runner.workers_in_this_process(PipelineOptions(["--direct_running_mode=multi_processing"]), local)
     assert not runner.workers_in_this_process(PipelineOptions([]), None)   # PortableRunner, Dask, ...
+
+
+class _Cycle:
+    """A reference cycle: only the cyclic collector frees it."""
+
+    def __init__(self):
+        self.me = self
+
+
+def test_a_round_freezes_what_is_alive_and_no_garbage(tmp_path):
+    """Objects alive when a round starts leave the full collections (gc.freeze); garbage
+    cycles present then are collected first, not frozen."""
+    import gc
+    import weakref
+
+    alive, dead = _Cycle(), _Cycle()
+    dead_ref = weakref.ref(dead)
+    del dead                     # garbage, but a cycle: freed only by a collection
+    gc.disable()                 # no automatic collection: only the round's own can free it
+    try:
+        runner.run_pipeline(lambda p: p | beam.Create([1, 2]) | beam.Map(lambda x: x),
+                            ["--runner=DirectRunner"])
+    finally:
+        gc.enable()
+    assert dead_ref() is None
+    # `alive` is frozen: the collector no longer tracks it among its generations
+    assert not any(o is alive for o in gc.get_objects())
+    assert gc.get_freeze_count() > 0
