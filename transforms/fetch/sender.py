@@ -31,6 +31,8 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.poolmanager import PoolManager
 from urllib3.util import Retry, Timeout
 
+from transforms.fetch import headerparse
+
 # ----------------------------------------------------------------- dialing the resolved address
 
 
@@ -154,6 +156,7 @@ class Sender:
     thread-safe: one fetcher, one thread."""
 
     def __init__(self, dial, watch, verify: bool | str = True, pools: int = 4):
+        headerparse.install()   # http.client's header parse without the email package
         self.verify = verify
         self._pools = _DialPoolManager(num_pools=pools, maxsize=1, block=False, dial=dial, watch=watch)
         self._retries = Retry(0, read=False)
