@@ -10,6 +10,7 @@ also run again in them.
 """
 import collections
 import contextlib
+import gc
 import logging
 import multiprocessing
 import os
@@ -63,10 +64,21 @@ def start_helper(target, *args, name):
         parent, child = ctx.Pipe()
         widen(parent)
         widen(child)   # (a socket's options go with it into the helper)
-        proc = ctx.Process(target=target, args=(child, *args), name=name, daemon=True)
+        proc = ctx.Process(target=_helper_main, args=(target, child, *args), name=name, daemon=True)
         proc.start()
     child.close()
     return parent, proc
+
+
+def _helper_main(target, conn, *args):
+    """A helper's first step: what it inherited from the fork server (the preloaded modules,
+    ~50 000 objects) leaves the cyclic collector's full passes (`gc.freeze`), then `target`
+    runs. A full pass wrote to every inherited object's header and so copied each page the
+    helper still shared with the fork server: one such pass took 55-79 ms in each fetch
+    process and 161 ms in the page worker of a 16 000-page round (gc callbacks), where the
+    helper's own objects are a few thousand."""
+    gc.freeze()
+    return target(conn, *args)
 
 
 def answer(conn, fn, *args):

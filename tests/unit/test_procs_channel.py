@@ -95,3 +95,20 @@ def test_frames_cut_anywhere_decode_to_the_same_messages(items, cuts):
         got += channel._messages()
     assert got == [obj for obj, _ in items]
     assert not channel._in
+
+
+def _gc_frozen(conn):
+    import gc
+    conn.send(gc.get_freeze_count())
+    conn.close()
+
+
+def test_a_helper_leaves_what_it_inherited_out_of_full_collections():
+    """start_helper's helpers freeze the fork server's objects first (procs._helper_main)."""
+    from transforms.procs import start_helper, stop_helper
+    conn, proc = start_helper(_gc_frozen, name="test-gc-frozen")
+    try:
+        assert conn.poll(30)
+        assert conn.recv() > 1000   # the inherited modules' objects, frozen
+    finally:
+        stop_helper(conn, proc)
