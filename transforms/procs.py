@@ -142,10 +142,10 @@ class Helper:
         """True while the background start is still under way (never blocks)."""
         return self._starter is not None and self._starter.is_alive()
 
-    def ready(self):
-        """Wait for the start; True if the helper runs."""
+    def ready(self, timeout=None):
+        """Wait for the start (at most `timeout` seconds); True if the helper runs."""
         if self._starter is not None:
-            self._starter.join()
+            self._starter.join(timeout)
         return self.broken is None and self._proc is not None
 
     def _break(self, error):

@@ -192,6 +192,25 @@ def test_the_sign_pool_gives_minhash_signatures_bit_for_bit():
         pool.close()
 
 
+def test_the_first_big_batch_waits_for_the_sign_helper_to_start():
+    """A big batch signed while the helper is still starting waits for it (up to
+    WAIT_START) and sends it half, instead of signing the whole batch alone."""
+    import numpy as np
+
+    from transforms.contentseen.fingerprints import minhash_signatures
+    from transforms.page.pool import SignPool
+    pool = SignPool(min_texts=50)
+    pool.WAIT_START = 60.0   # no race with a slow machine: only the wait is checked here
+    pool.start()
+    try:
+        texts = _texts(301, seed=3)
+        got = pool.sign(texts)   # at once, while the start is under way
+        assert pool.sent == 1
+        assert np.array_equal(got[0], minhash_signatures(texts)[0])
+    finally:
+        pool.close()
+
+
 def test_a_dead_sign_helper_only_makes_signing_local():
     import numpy as np
 
