@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 # imported once by the fork server, inherited by every helper (names, not imports: the
 # stages depend on this module, not the other way round)
-PRELOAD = ["transforms.page.fate", "transforms.fetch.hostjob"]
+PRELOAD = ["transforms.page.fate", "transforms.page.preload", "transforms.fetch.hostjob"]
 
 
 @contextlib.contextmanager

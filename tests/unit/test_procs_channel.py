@@ -112,3 +112,22 @@ def test_a_helper_leaves_what_it_inherited_out_of_full_collections():
         assert conn.recv() > 1000   # the inherited modules' objects, frozen
     finally:
         stop_helper(conn, proc)
+
+
+def _has_modules(conn, names):
+    import sys
+    conn.send([name in sys.modules for name in names])
+    conn.close()
+
+
+def test_helpers_inherit_the_parsers_the_page_step_imports_on_first_use():
+    """The fork server preloads them (transforms.page.preload): a page worker does not import
+    pypdf and the others again each round."""
+    from transforms.page.preload import LIBRARIES
+    from transforms.procs import start_helper, stop_helper
+    conn, proc = start_helper(_has_modules, list(LIBRARIES), name="test-preload")
+    try:
+        assert conn.poll(30)
+        assert conn.recv() == [True] * len(LIBRARIES)
+    finally:
+        stop_helper(conn, proc)
