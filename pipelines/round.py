@@ -25,6 +25,7 @@ from pipelines.runner import run_pipeline
 from pipelines.settings import UsageError, effective_round_settings
 from transforms import faults
 from transforms.generate.select import due_mask
+from transforms.procs import HELPERS_MIN_PAGES
 
 LOG = logging.getLogger("beamcrawl.round")
 LOOPBACK_NOTE = "note: --allow_loopback: connections to 127.0.0.0/8 and ::1 are allowed"
@@ -68,6 +69,18 @@ def nothing_due(crawl, prev, now, max_depth):
             f"Nothing was written; run again later.")
 
 
+def _uses_helpers(crawl, prev, cfg) -> bool:
+    """Whether the round will likely start helper processes (fetch processes, page workers):
+    they do and its fetch list can reach HELPERS_MIN_PAGES URLs (the pending frontier as the
+    last round left it)."""
+    try:
+        pending = int(crawl.read_report(prev).get("page_sets", {}).get("pending") or 0)
+    except (CrawlStateError, TypeError, ValueError, AttributeError):   # (reported where it is needed)
+        return False
+    return (bool(cfg.fetch_processes or cfg.page_processes)
+            and min(cfg.generate.max_pages, pending) >= HELPERS_MIN_PAGES)
+
+
 def next_round(cmd, out=print, noted=None):
     """Run the next round of the crawl `cmd` (a cli.CommandLine) names; return its report.
 
@@ -101,7 +114,8 @@ def next_round(cmd, out=print, noted=None):
     crawl.write_json(round_no, "options.json", settings)
     fleet.write_read_through(crawl, round_no, cfg.shard, read_through)
     result = run_pipeline(lambda p: build_round(p, crawl, cfg, plan, revisits=revisits, inbox=inbox,
-                                                frontier_delta=delta), cmd.beam_argv)
+                                                frontier_delta=delta), cmd.beam_argv,
+                          helpers=_uses_helpers(crawl, prev, cfg))
     discard_spill(crawl, round_no)   # the round's spill files (memory budget) are read by now
     report = report_mod.round_report(crawl, round_no, prev, settings, started, time.time(), result)
     report["round_time"] = now          # the clock generate and the due tests ran at

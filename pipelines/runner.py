@@ -18,6 +18,7 @@ import pyarrow as pa
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
 from pipelines import construction
+from transforms.procs import warm_fork_server
 
 DIRECT_RUNNER_NAMES = (None, "DirectRunner", "direct")   # run on the in-process FnApiRunner
 
@@ -241,10 +242,15 @@ def workers_in_this_process(options, runner) -> bool:
         "in_memory", "multi_threading")
 
 
-def run_pipeline(builder, argv):
+def run_pipeline(builder, argv, helpers=False):
+    """Build (`builder(p)`) and run a pipeline with Beam flags `argv`; its result. `helpers`:
+    the stages will likely start helper processes (transforms.procs), so on the in-process
+    runner their fork server starts now, in the background, while the first stages run."""
     construction.install()
     options, runner = pipeline_options(argv)
     if runner is not None:   # the in-process runner: this process holds the round
+        if helpers:
+            warm_fork_server()
         lean_allocators()
         freeze_survivors()
         release_stage_state()

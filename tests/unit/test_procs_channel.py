@@ -131,3 +131,18 @@ def test_helpers_inherit_the_parsers_the_page_step_imports_on_first_use():
         assert conn.recv() == [True] * len(LIBRARIES)
     finally:
         stop_helper(conn, proc)
+
+
+def test_the_fork_server_can_be_started_ahead_of_the_first_helper():
+    """warm_fork_server starts it in the background (here in a fresh process, where none ran)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    code = ("import psutil\n"
+            "from transforms.procs import warm_fork_server\n"
+            "warm_fork_server().join(60)\n"
+            "kids = psutil.Process().children()\n"
+            "print(any('forkserver' in ' '.join(k.cmdline()) for k in kids))\n")
+    repo = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "True", out.stderr[-2000:]

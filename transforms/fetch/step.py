@@ -33,6 +33,7 @@ from transforms.fetch.fetchproc import FetchFleet
 from transforms.fetch.gcpause import full_collections_deferred
 from transforms.fetch.hostjob import fetch_one_host, fetch_pool
 from transforms.fetch.progress import ERROR_OUTCOMES, FetchProgress, ProgressReporter
+from transforms.procs import HELPERS_MIN_PAGES
 from transforms.tableio.sideinput import combined_side_input
 from transforms.tableio.join import JoinTables
 from transforms.tableio.coder import HostTable
@@ -59,7 +60,7 @@ class FetchHosts(beam.DoFn):
     fetch threads wait), so memory holds the pages in flight, not whole hosts' rounds."""
 
     def __init__(self, config, threads=32, sitemaps=True, progress_seconds=0.0, max_ready=256,
-                 processes=0, min_pages=256):
+                 processes=0, min_pages=HELPERS_MIN_PAGES):
         self.config = config
         self.threads = max(1, int(threads))
         self.sitemaps = sitemaps

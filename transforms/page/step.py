@@ -38,6 +38,7 @@ from transforms.page.visited import (
     visited_stats,
     visited_table,
 )
+from transforms.procs import HELPERS_MIN_PAGES
 from transforms.tableio.step import ReadSpilled, RowsToTables
 
 
@@ -130,7 +131,7 @@ class PageFates(beam.DoFn):
     on other cores than the fetch threads; the outputs are the same either way.
     """
 
-    def __init__(self, config, processes=0, min_pages=256, inflight_pages=64):
+    def __init__(self, config, processes=0, min_pages=HELPERS_MIN_PAGES, inflight_pages=64):
         self.config, self.processes, self.min_pages = config, int(processes), min_pages
         self.inflight_pages = int(inflight_pages)   # pages handed to the workers, not yet back
 
