@@ -83,6 +83,23 @@ def freeze_survivors():
     gc.freeze()
 
 
+def no_state_cache():
+    """The in-process runner keeps no cross-bundle cache of side inputs. Beam 2.77's embedded
+    worker caches every side input it reads (up to 100 MB) for later bundles, and weighs each
+    value by walking it object by object (`objsize`): in a round each stage runs once, so the
+    cache is never hit (two 5 000-page rounds: 41 misses, 0 hits), and weighing the AsDict /
+    AsList side inputs (the duplicate map, the key sets) took 0.056 s; the cached values also
+    stayed in memory after their stage. Each bundle still builds a side
+    input's view once (`StateBackedSideInputMap` keeps it for the bundle). Patches this process
+    only; idempotent; does nothing if Beam's internals no longer look as expected."""
+    try:
+        from apache_beam.runners.portability.fn_api_runner import worker_handlers
+    except ImportError:
+        return
+    if isinstance(getattr(worker_handlers, "STATE_CACHE_SIZE_MB", None), int):
+        worker_handlers.STATE_CACHE_SIZE_MB = 0
+
+
 def release_stage_state():
     """The in-process runner frees what a stage held once its bundle is done (README "Memory
     budget"). Beam 2.77 keeps every stage's bundle processor cached for reuse, and a round
@@ -253,6 +270,7 @@ def run_pipeline(builder, argv, helpers=False):
             warm_fork_server()
         lean_allocators()
         freeze_survivors()
+        no_state_cache()
         release_stage_state()
         lean_stage_threads()
     if "DaskRunner" in str(options.view_as(StandardOptions).runner):

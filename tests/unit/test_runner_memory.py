@@ -187,3 +187,26 @@ def test_a_round_freezes_what_is_alive_and_no_garbage(tmp_path):
     # `alive` is frozen: the collector no longer tracks it among its generations
     assert not any(o is alive for o in gc.get_objects())
     assert gc.get_freeze_count() > 0
+
+
+def test_side_inputs_are_read_without_the_cross_bundle_cache(tmp_path):
+    """runner.no_state_cache: the in-process worker caches no side input (it weighed each
+    value object by object and kept it after its stage); results are unchanged."""
+    from apache_beam.runners.worker import statecache
+    calls = []
+    original = statecache.get_deep_size
+    statecache.get_deep_size = lambda *objs: calls.append(1) or original(*objs)
+    out = tmp_path / "out.txt"
+
+    def build(p):
+        side = p | "Side" >> beam.Create([("a", 1), ("b", 2)])
+        (p | beam.Create(["a", "b", "a"])
+         | beam.Map(lambda k, d: f"{k}={d[k]}", beam.pvalue.AsDict(side))
+         | beam.combiners.ToList()
+         | beam.Map(lambda xs: out.write_text(",".join(sorted(xs)))))
+    try:
+        runner.run_pipeline(build, ["--runner=DirectRunner"])
+    finally:
+        statecache.get_deep_size = original
+    assert out.read_text() == "a=1,a=1,b=2"
+    assert calls == []
