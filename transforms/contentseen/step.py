@@ -45,7 +45,6 @@ from transforms.contentseen.oldside import (
 )
 from transforms.tableio import files as readparquet
 from transforms.tableio.sideinput import combined_side_input
-from transforms.tableio.step import sum_dicts
 from transforms.urls.fpsets import FpIndex, member, sorted_union
 
 
@@ -164,23 +163,24 @@ class SuspectMirrors(beam.PTransform):
                                             if kv[1] >= mp else []))
 
 class ContentSeenStats(beam.PTransform):
-    """Per-round counters as one dict: exact_duplicates, mirror_hosts_suspected, and the
-    near-duplicate clusters' (`clusters.cluster_stats`, per host `clusters.host_stats`)."""
+    """Per-round counters as dicts that sum (WriteStats' `sum_dicts`) to: exact_duplicates,
+    mirror_hosts_suspected, and the near-duplicate clusters' (`clusters.cluster_stats`, per
+    host `clusters.host_stats`). Each part goes out as it is made, not combined here: the
+    round sums every stats dict anyway, and the four combines and side inputs this took were
+    ~25 transforms and 5 stages of every round (Beam builds, pickles and runs each)."""
 
     def expand(self, inputs):
-        exact = (inputs["duplicates"] | "CountExact" >> beam.Map(lambda t: t.num_rows)
-                 | "SumExact" >> beam.CombineGlobally(sum))
-        mirrors = combined_side_input(inputs["mirrors"] | "MirrorHosts" >> beam.Map(lambda m: m[0])
-                                      | "DistinctMirrors" >> beam.Distinct(),
-                                      "CountMirrors", beam.combiners.CountCombineFn())
-        asg = beam.pvalue.AsSingleton(inputs["clusters"])
-        near = inputs["clusters"] | "NearStats" >> beam.Map(cluster_stats)
-        hosts = combined_side_input(inputs["visited"] | "NearHosts" >> beam.Map(
-                    lambda t, a: host_stats(t, np.sort(_col(a, "fp").astype(np.int64))), asg),
-                                    "SumNearHosts", sum_dicts)
-        return (exact | "Stats" >> beam.Map(
-            lambda e, m, n, h: {"exact_duplicates": e, "mirror_hosts_suspected": m, **n, **h},
-            mirrors, beam.pvalue.AsSingleton(near), hosts))
+        exact = inputs["duplicates"] | "CountExact" >> beam.Map(lambda t: {"exact_duplicates": t.num_rows})
+        mirrors = (inputs["mirrors"] | "MirrorHosts" >> beam.Map(lambda m: m[0])
+                   | "DistinctMirrors" >> beam.Distinct()
+                   | "CountMirrors" >> beam.Map(lambda _: {"mirror_hosts_suspected": 1}))
+        # one clusters table a round: its dict also carries the zeros of the other counters
+        near = inputs["clusters"] | "NearStats" >> beam.Map(
+            lambda a: {"exact_duplicates": 0, "mirror_hosts_suspected": 0, **cluster_stats(a)})
+        hosts = inputs["visited"] | "NearHosts" >> beam.Map(
+            lambda t, a: host_stats(t, np.sort(_col(a, "fp").astype(np.int64))),
+            beam.pvalue.AsSingleton(inputs["clusters"]))
+        return (exact, mirrors, near, hosts) | "Stats" >> beam.Flatten()
 
 
 class _Probe(beam.DoFn):
