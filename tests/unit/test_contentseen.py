@@ -254,6 +254,26 @@ def test_old_side_without_url_names_the_first_by_fp():
     assert (row["duplicate_of"], row["duplicate_of_fp"]) == (None, 50)
 
 
+def test_near_host_counts_cover_all_of_a_hosts_pages_whatever_the_batches():
+    """A host's share of pages in clusters is of all its pages of the round, also when its
+    hit and its other pages came in different VISITED tables (it was per table before)."""
+    from transforms.contentseen import clusters
+    asg = pa.table({"fp": pa.array([1], pa.int64()), "cluster_fp": pa.array([2], pa.int64()),
+                    "cluster_round": pa.array([1], pa.int32()), "of_fp": pa.array([2], pa.int64()),
+                    "of_url": ["b"], "of_round": pa.array([1], pa.int32()), "jaccard": [0.95]},
+                   schema=clusters.ASSIGNMENTS)
+    first = pa.table({"fp": pa.array([1, 5], pa.int64()), "host": ["h", "g"]})
+    second = pa.table({"fp": pa.array([6, 7, 8], pa.int64()), "host": ["h", "h", "g"]})
+    with TestPipeline(runner="FnApiRunner") as p:
+        empty = p | "NoDups" >> beam.Create([], reshuffle=False)
+        stats = {"duplicates": empty, "mirrors": p | "NoMirrors" >> beam.Create([], reshuffle=False),
+                 "clusters": p | "N" >> beam.Create([asg]),
+                 "visited": p | "V" >> beam.Create([first, second])} | contentseen_step.ContentSeenStats()
+        summed = stats | beam.combiners.ToList() | beam.Map(sum_dicts)
+        assert_that(summed | beam.Map(lambda d: {k: v for k, v in d.items() if k.startswith("near_host")}),
+                    equal_to([{"near_host_pages:h": 1, "near_host_visited:h": 3}]))
+
+
 def test_mirror_and_stats_transforms_count_a_round():
     d = pa.Table.from_pylist(
         [dict(fp=i, url=f"m/{i}", host="mirror", content_fp=i, duplicate_of=f"s/{i}",

@@ -70,9 +70,10 @@ NearClusters(threshold=0.9, num_perm=128, buckets=16, cap=NEAR_CAP (64), params=
 
 SuspectMirrors(min_pages=3): from the DUPLICATES tables, (host, duplicate_of_host, pages)
   for host pairs with at least ``min_pages`` duplicate pages this round.
-ContentSeenStats: {"exact_duplicates", "mirror_hosts_suspected", "near_duplicates" (pages
-  that joined a cluster), "near_clusters", "near_cluster_largest", "near_cluster_size_LO_HI",
-  "near_host_pages:HOST", "near_host_visited:HOST"} for the round's report.
+ContentSeenStats: dicts that sum to {"exact_duplicates", "mirror_hosts_suspected",
+  "near_duplicates" (pages that joined a cluster), "near_clusters", "near_cluster_largest",
+  "near_cluster_size_LO_HI", "near_host_pages:HOST", "near_host_visited:HOST" (all of HOST's
+  pages this round, for a host with any in a cluster)} for the round's report.
 
 ApplyContentSeen input: a dict of PCollections:
   visited  this round's VISITED tables          links  this round's candidates bundles

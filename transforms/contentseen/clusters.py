@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from schemas import tables
 from transforms.contentseen.fingerprints import NUM_PERM, signatures_of
@@ -191,24 +192,34 @@ def cluster_stats(assignments: pa.Table) -> dict:
     return out
 
 
-def host_stats(visited: pa.Table, assigned) -> dict:
-    """{"near_host_pages:HOST": pages of HOST in this table that joined a cluster,
-    "near_host_visited:HOST": its pages in this table} for the hosts with any; `assigned`:
-    sorted int64 array of the fps that joined a cluster this round."""
-    if visited.num_rows == 0 or not len(assigned):
-        return {}
+def host_counts(visited: pa.Table, assigned) -> list:
+    """[(HOST, (pages of HOST in this table that joined a cluster, its pages in this table))]
+    for every host of the table; `assigned`: sorted int64 array of the fps that joined a
+    cluster this round. Summed per host over the round's tables (`host_stats`)."""
+    if visited.num_rows == 0:
+        return []
     fp = _np(visited, "fp").astype(np.int64)
-    pos = np.minimum(np.searchsorted(assigned, fp), len(assigned) - 1)
-    hit = assigned[pos] == fp
-    if not hit.any():
+    if len(assigned):
+        pos = np.minimum(np.searchsorted(assigned, fp), len(assigned) - 1)
+        hit = assigned[pos] == fp
+    else:
+        hit = np.zeros(len(fp), dtype=bool)
+    codes = pc.dictionary_encode(visited.column("host")).combine_chunks()
+    index = codes.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    names = codes.dictionary.to_pylist()
+    pages = np.bincount(index[index >= 0], minlength=len(names))
+    hits = np.bincount(index[(index >= 0) & hit], minlength=len(names))
+    return [(h, (int(a), int(b))) for h, a, b in zip(names, hits, pages)]
+
+
+def host_stats(host: str, counts) -> dict:
+    """{"near_host_pages:HOST": pages of HOST that joined a cluster this round,
+    "near_host_visited:HOST": its pages this round} from `host_counts` summed over the
+    round, for a host with any (else {})."""
+    pages, visited = counts
+    if not pages:
         return {}
-    hosts = np.array(visited.column("host").to_pylist(), dtype=object)
-    out = {}
-    for h in set(hosts[hit]):
-        mine = hosts == h
-        out[f"near_host_pages:{h}"] = int((hit & mine).sum())
-        out[f"near_host_visited:{h}"] = int(mine.sum())
-    return out
+    return {f"near_host_pages:{host}": pages, f"near_host_visited:{host}": visited}
 
 
 def _lookup(table, asg):

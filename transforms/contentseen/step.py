@@ -16,6 +16,7 @@ from transforms.contentseen.clusters import (
     ASSIGNMENTS,
     NEAR_CAP,
     cluster_stats,
+    host_counts,
     host_stats,
     mark_near,
     near_rows,
@@ -163,11 +164,10 @@ class SuspectMirrors(beam.PTransform):
                                             if kv[1] >= mp else []))
 
 class ContentSeenStats(beam.PTransform):
-    """Per-round counters as dicts that sum (WriteStats' `sum_dicts`) to: exact_duplicates,
-    mirror_hosts_suspected, and the near-duplicate clusters' (`clusters.cluster_stats`, per
-    host `clusters.host_stats`). Each part goes out as it is made, not combined here: the
-    round sums every stats dict anyway, and the four combines and side inputs this took were
-    ~25 transforms and 5 stages of every round (Beam builds, pickles and runs each)."""
+    """Per-round counters as dicts that sum (WriteStats' `sum_dicts`) to exact_duplicates,
+    mirror_hosts_suspected and the near-duplicate clusters' (`clusters.cluster_stats`, per host
+    `clusters.host_stats`), each sent as made: joining them here took ~20 transforms and 4
+    stages a round, and the round sums every stats dict anyway."""
 
     def expand(self, inputs):
         exact = inputs["duplicates"] | "CountExact" >> beam.Map(lambda t: {"exact_duplicates": t.num_rows})
@@ -177,10 +177,16 @@ class ContentSeenStats(beam.PTransform):
         # one clusters table a round: its dict also carries the zeros of the other counters
         near = inputs["clusters"] | "NearStats" >> beam.Map(
             lambda a: {"exact_duplicates": 0, "mirror_hosts_suspected": 0, **cluster_stats(a)})
-        hosts = inputs["visited"] | "NearHosts" >> beam.Map(
-            lambda t, a: host_stats(t, np.sort(_col(a, "fp").astype(np.int64))),
-            beam.pvalue.AsSingleton(inputs["clusters"]))
+        hosts = (inputs["visited"] | "NearHosts" >> beam.FlatMap(
+                     lambda t, a: host_counts(t, np.sort(_col(a, "fp").astype(np.int64))),
+                     beam.pvalue.AsSingleton(inputs["clusters"]))
+                 | "SumNearHosts" >> beam.CombinePerKey(_sum_pairs)
+                 | "HostStats" >> beam.MapTuple(host_stats))
         return (exact, mirrors, near, hosts) | "Stats" >> beam.Flatten()
+
+
+def _sum_pairs(pairs):   # (pages in clusters, pages) of a host, over the round's tables
+    return tuple(map(sum, zip(*pairs))) or (0, 0)
 
 
 class _Probe(beam.DoFn):
