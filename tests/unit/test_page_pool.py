@@ -243,3 +243,47 @@ def test_visited_tables_with_a_sign_helper_equal_the_inline_tables():
                | beam.FlatMap(lambda t: t.to_pylist()))
         assert_that(got, equal_to(want))
     assert any(r["minhash"] for r in want) and any(r["minhash"] is None for r in want)
+
+
+def test_visited_tables_of_many_batches_signed_ahead_equal_the_inline_tables():
+    """Several batches through VisitedTables (each table goes out when the next batch comes,
+    the last at the bundle's end) give the inline tables, none lost or doubled; the pool's
+    share may move, the signatures not."""
+    from transforms.page.step import VisitedTables
+    from transforms.page.visited import TEXT_FOR_MINHASH, visited_table
+
+    def batch(b):
+        return [{"fp": 1000 * b + i, "url": f"http://h.test/{b}/{i}", "host": "h.test", TEXT_FOR_MINHASH: t}
+                for i, t in enumerate(_texts(300, seed=b))]
+    want = [r for b in range(5) for r in visited_table(batch(b)).to_pylist()]
+    with TestPipeline() as p:
+        got = (p | beam.Create([batch(b) for b in range(5)], reshuffle=False)
+               | beam.ParDo(VisitedTables(processes=1)) | beam.FlatMap(lambda t: t.to_pylist()))
+        assert_that(got, equal_to(want))
+
+
+def test_the_sign_pool_signs_batches_begun_ahead_in_order_and_moves_its_share():
+    """begin/end with two batches out at once: each batch's signatures are its own, and the
+    helper's share moves by steps within its bounds."""
+    import numpy as np
+
+    from transforms.contentseen.fingerprints import minhash_signatures
+    from transforms.page.pool import SignPool
+    pool = SignPool(min_texts=50)
+    pool.WAIT_START = 60.0
+    pool.start()
+    try:
+        batches = [_texts(300, seed=s) for s in range(6)]
+        out, shares = [], []
+        for i, texts in enumerate(batches):
+            out.append((i, pool.begin(texts)))      # two batches out at once from here on
+            if len(out) == 2 or i == len(batches) - 1:
+                while out and (len(out) == 2 or i == len(batches) - 1):
+                    j, signing = out.pop(0)
+                    done, want = pool.end(signing), minhash_signatures(batches[j])
+                    shares.append(pool.share)
+                    assert np.array_equal(done[0], want[0]) and np.array_equal(done[1], want[1])
+        assert pool.sent == 6
+        assert all(pool.MIN_SHARE <= s <= pool.MAX_SHARE for s in shares)
+    finally:
+        pool.close()

@@ -189,55 +189,94 @@ def _sign_loop(conn):
 
 
 class SignPool(Helper):
-    """MinHash signatures of VISITED batches, half of each big batch on a helper process.
+    """MinHash signatures of VISITED batches, a share of each big batch on a helper process.
 
     After the fetch stage the round signs every page's text (`minhash_signatures`) in one
     process while the other core idles: ~1.1 s of a 16 000-page round. Here a batch of at
-    least `min_texts` texts sends its first half to one helper process (started from the
-    fork server in the background by `start`) and signs the second half meanwhile; the
-    signatures are the same. The half goes over a plain pipe from the signing thread itself:
-    through a ProcessPoolExecutor, its feeder and result threads waited for the interpreter
-    lock this thread held while signing, and the helper's half came back later than this
-    one's. Until the helper is up, or once it died, batches are signed here alone (one
-    warning)."""
+    least `min_texts` texts sends its first `share` to one helper process (started from the
+    fork server in the background by `start`) and signs the rest meanwhile; the signatures
+    are the same. The share goes over a plain pipe from the signing thread itself: through
+    a ProcessPoolExecutor, its feeder and result threads waited for the interpreter lock
+    this thread held while signing, and the helper's half came back later than this one's.
+    `share` starts at half and moves by 0.05 a batch towards keeping both busy: up when the
+    helper had finished before its answer was needed, down when it had not (with `begin`
+    and `end` apart, the helper signs while this process prepares the next batch, so it
+    takes more than half). Until the helper is up, or once it died, batches are signed here
+    alone (one warning)."""
 
     MIN_TEXTS = 256
     WAIT_START = 0.05   # seconds a big batch waits for the helper's start, at most
+    MIN_SHARE, MAX_SHARE = 0.5, 0.9
     NAME = "beamcrawl-sign"
     STOPPED = "the MinHash helper process stopped (%s); signing in the round's process."
 
     def __init__(self, min_texts=MIN_TEXTS):
         super().__init__()
         self.min_texts = min_texts
-        self.sent = 0        # half-batches the helper signed
+        self.sent = 0        # batch shares the helper signed
+        self.share = 0.5     # of a batch's texts the helper signs (adapted between the bounds)
+        self._out = collections.deque()   # batches begun with a share out, oldest first
 
     def start(self):
         return super().start(_sign_loop)
 
     def _break(self, error):
         super()._break(error)
+        self._out.clear()   # their shares are signed here (`end`)
         self._stop(kill=True)
 
     def sign(self, texts):
         """(uint32[n, NUM_PERM] signatures, bool[n] has) of texts, as `minhash_signatures`."""
+        return self.end(self.begin(texts))
+
+    def begin(self, texts):
+        """Start signing a batch: the helper is sent its share of the texts (the first
+        `share` of them) and this process signs the rest now; `end` returns the whole
+        batch's signatures. Batches may be begun before the last one ended (ended in order):
+        the helper then signs one while this process prepares the next (VisitedTables)."""
         if self._conn is None and self.broken is None and len(texts) >= self.min_texts:
             # a warm fork server starts the helper in ~3 ms: the first batch waits for it
             # rather than sign alone (~0.1 s for 900 texts); a cold one may take 0.3 s
             self.ready(self.WAIT_START)
         conn = self._conn if self.broken is None else None
         if conn is None or len(texts) < self.min_texts:
-            return minhash_signatures(texts)
-        half = len(texts) // 2
+            return _Signing(texts, 0, minhash_signatures(texts))
+        cut = int(len(texts) * self.share)
         try:
-            conn.send(texts[:half])
+            conn.send(texts[:cut])
         except (OSError, ValueError) as e:
             self._break(e)
-            return minhash_signatures(texts)
-        mine = minhash_signatures(texts[half:])
-        try:
-            first = conn.recv()
-            self.sent += 1
-        except (EOFError, OSError) as e:
-            self._break(e)
-            first = minhash_signatures(texts[:half])
-        return np.concatenate([first[0], mine[0]]), np.concatenate([first[1], mine[1]])
+            return _Signing(texts, 0, minhash_signatures(texts))
+        signing = _Signing(texts, cut, minhash_signatures(texts[cut:]))
+        self._out.append(signing)
+        return signing
+
+    def end(self, signing):
+        """(signatures, has) of a batch `begin` started, its helper share waited for."""
+        if not signing.cut:
+            return signing.mine
+        if self._out and self._out[0] is signing and self.broken is None:
+            self._out.popleft()
+            try:
+                # the helper done before it was asked for: give it more next time, else less
+                idle = self._conn.poll(0)
+                theirs = self._conn.recv()
+                self.sent += 1
+                self.share = min(self.MAX_SHARE, max(self.MIN_SHARE, self.share + (0.05 if idle else -0.05)))
+            except (EOFError, OSError) as e:
+                self._break(e)
+                theirs = minhash_signatures(signing.texts[:signing.cut])
+        else:   # the helper died with it (or it was not ended in order): signed here
+            theirs = minhash_signatures(signing.texts[:signing.cut])
+        return (np.concatenate([theirs[0], signing.mine[0]]),
+                np.concatenate([theirs[1], signing.mine[1]]))
+
+
+class _Signing:
+    """A batch `SignPool.begin` started: its texts, how many went to the helper, the rest's
+    signatures."""
+
+    __slots__ = ("texts", "cut", "mine")
+
+    def __init__(self, texts, cut, mine):
+        self.texts, self.cut, self.mine = texts, cut, mine

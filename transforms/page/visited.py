@@ -15,17 +15,28 @@ def visited_table(rows, sign=None):
     here for the whole batch in one call (`sign`, texts -> (signatures, has), defaults to
     `minhash_signatures`; pool.SignPool splits it over two processes). Both columns are
     built from the arrays, not from 128 Python ints a row."""
+    idx, texts = take_texts(rows)
+    return build_table(rows, idx, (sign or contentseen.minhash_signatures)(texts) if texts else None)
+
+
+def take_texts(rows):
+    """(positions, texts) of the rows that carry their text for MinHash (taken out of them)."""
     texts = [(i, r.pop(TEXT_FOR_MINHASH)) for i, r in enumerate(rows) if TEXT_FOR_MINHASH in r]
+    return [i for i, _ in texts], [t for _, t in texts]
+
+
+def build_table(rows, idx, signed):
+    """`visited_table` of rows whose texts at `idx` were signed: `signed` = (signatures, has)."""
     sigs = np.zeros((len(rows), contentseen.NUM_PERM), np.uint32)
     has = np.zeros(len(rows), bool)
-    if texts:
-        idx = [i for i, _ in texts]
-        sigs[idx], has[idx] = (sign or contentseen.minhash_signatures)([t for _, t in texts])
+    if idx:
+        sigs[idx], has[idx] = signed
     table = pa.Table.from_pylist(rows, schema=tables.VISITED)
     for name, column in (("minhash", contentseen.signature_column(sigs, has)),
                          ("lsh_keys", contentseen.lsh_key_column(sigs, has))):
         table = table.set_column(table.schema.get_field_index(name), name, column)
     return table
+
 
 def visited_stats(table):
     out = {"visited": table.num_rows}
