@@ -98,3 +98,18 @@ def test_the_fetchers_own_headers_come_first_and_a_request_header_replaces_one()
 def test_a_password_in_the_url_becomes_basic_auth_as_before():
     got = prepare_request("GET", "http://u:p@example.test/", _base_headers())
     assert got.headers["Authorization"] == "Basic dTpw"
+
+
+def test_the_sender_keeps_the_last_origins_pool_while_it_is_open():
+    """Sender._pool skips the pool manager's lookup for the origin it served last, never
+    handing out a closed pool (after clear(), or another origin's)."""
+    from transforms.fetch.sender import Sender
+    sender = Sender(dial=lambda host, port: ("127.0.0.1", port), watch=lambda conn: None)
+    a = sender._pool("http://a.test:8081/x")
+    assert sender._pool("http://a.test:8081/y?q") is a
+    b = sender._pool("http://b.test/")
+    assert b is not a and sender._pool("http://B.test/") is b    # (hostname is case-folded)
+    assert sender._pool("https://b.test/") is not b               # another scheme, another pool
+    sender.clear()
+    c = sender._pool("https://b.test/")
+    assert c.pool is not None and c.cert_reqs == "CERT_REQUIRED"

@@ -159,6 +159,7 @@ class Sender:
         headerparse.install()   # http.client's header parse without the email package
         self.verify = verify
         self._pools = _DialPoolManager(num_pools=pools, maxsize=1, block=False, dial=dial, watch=watch)
+        self._last_pool = None   # (origin, its pool): see _pool
         self._retries = Retry(0, read=False)
         # where an https pool finds its CAs, looked up once (requests' adapter did per request)
         self._ca = DEFAULT_CA_BUNDLE_PATH if verify is True else verify
@@ -209,9 +210,16 @@ class Sender:
             raise rx.InvalidHeader(e) from e
 
     def _pool(self, url: str):
-        """The pool for the URL's origin, with the TLS settings requests' adapter gives it."""
+        """The pool for the URL's origin, with the TLS settings requests' adapter gives it.
+        The last origin's pool is kept while it is open: a fetcher asks for one host's pool
+        request after request, and the pool manager's lookup (key normalisation, LRU) cost
+        ~40 of a request's ~500 us under cProfile."""
         parsed = urlparse(url)
         scheme = parsed.scheme.lower()
+        key = (scheme, parsed.hostname, parsed.port)
+        last = self._last_pool
+        if last is not None and last[0] == key and last[1].pool is not None:   # (None: closed)
+            return last[1]
         pool = self._pools.connection_from_host(parsed.hostname, port=parsed.port, scheme=scheme,
                                                 pool_kwargs=self._pool_kwargs)
         if scheme == "https" and self.verify:
@@ -224,4 +232,5 @@ class Sender:
                 pool.ca_certs = self._ca
         else:
             pool.cert_reqs, pool.ca_certs, pool.ca_cert_dir = "CERT_NONE", None, None
+        self._last_pool = (key, pool)
         return pool
