@@ -101,15 +101,16 @@ def test_a_password_in_the_url_becomes_basic_auth_as_before():
 
 
 def test_the_sender_keeps_the_last_origins_pool_while_it_is_open():
-    """Sender._pool skips the pool manager's lookup for the origin it served last, never
-    handing out a closed pool (after clear(), or another origin's)."""
+    """Sender._pool skips the pool manager's lookup for the origin it served last, and hands
+    out a new pool after clear() (a POST goes out on a new connection)."""
     from transforms.fetch.sender import Sender
     sender = Sender(dial=lambda host, port: ("127.0.0.1", port), watch=lambda conn: None)
     a = sender._pool("http://a.test:8081/x")
     assert sender._pool("http://a.test:8081/y?q") is a
     b = sender._pool("http://b.test/")
     assert b is not a and sender._pool("http://B.test/") is b    # (hostname is case-folded)
-    assert sender._pool("https://b.test/") is not b               # another scheme, another pool
-    sender.clear()
+    tls = sender._pool("https://b.test/")
+    assert tls is not b                                           # another scheme, another pool
+    sender.clear()                                                # new connections from here on
     c = sender._pool("https://b.test/")
-    assert c.pool is not None and c.cert_reqs == "CERT_REQUIRED"
+    assert c is not tls and c.pool is not None and c.cert_reqs == "CERT_REQUIRED"
