@@ -186,6 +186,24 @@ def test_a_post_is_sent_with_its_body_and_content_type():
         assert res.http["request_body"] == b"title=a+b"
 
 
+def test_a_post_goes_out_on_a_new_connection_after_the_hosts_gets():
+    """A POST is never sent on a kept-alive connection (a failure to connect then means it
+    was not sent): after two GETs of the host, it opens one more connection than they did."""
+    def connections(methods):
+        with LocalServer({"/robots.txt": status(404), "/a": page(b"a"), "/b": page(b"b"),
+                          "/suggest": page(b"thanks")}) as srv:
+            host = f"lib.test:{srv.port}"
+            config = loopback_config({"lib.test": srv}, post_hosts=("lib.test",))
+            reqs = [FetchRequest(f"http://{host}{path}", i, method=method, body="t=1" if method else None)
+                    for i, (path, method) in enumerate(methods)]
+            with HostFetcher(config) as f:
+                results, _ = f.fetch_host(host, reqs, None)
+            assert [r.outcome for r in results] == [tables.OK] * len(methods)
+            return srv.connections
+    gets = [("/a", None), ("/b", None)]
+    assert connections(gets + [("/suggest", "POST")]) == connections(gets) + 1
+
+
 def test_no_post_to_a_host_not_allowed_and_robots_txt_applies():
     with LocalServer({"/robots.txt": page(b"User-agent: *\nDisallow: /suggest\n", "text/plain"),
                       "/suggest": page(b"x")}) as srv:
