@@ -21,7 +21,6 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import tables
 from strategies.topic import DOCS_BUCKET
-from transforms.contentseen.fingerprints import minhash_signatures
 from transforms.page.boilerplate import (
     BLOCK_FPS,
     BLOCKS_FOR_MINHASH,
@@ -39,6 +38,7 @@ from transforms.page.visited import (
     retry_stats,
     take_texts,
     visited_stats,
+    visited_table,
 )
 from transforms.procs import HELPERS_MIN_PAGES
 from transforms.tableio.step import ReadSpilled, RowsToTables
@@ -194,16 +194,16 @@ class VisitedTables(beam.DoFn):
     def process(self, rows):
         if self._signer is None and self.processes > 0 and len(rows) >= SignPool.MIN_TEXTS:
             self._signer = SignPool().start()   # (a small round starts none)
+        if self._signer is None:
+            yield visited_table(rows)
+            return
         idx, texts = take_texts(rows)
-        signing = self._signer.begin(texts) if self._signer is not None and texts else None
-        pending, self._pending = self._pending, (rows, idx, texts, signing)
+        pending, self._pending = self._pending, (rows, idx, self._signer.begin(texts))
         if pending is not None:
             yield self._table(*pending)
 
-    def _table(self, rows, idx, texts, signing):
-        if signing is not None:
-            return build_table(rows, idx, self._signer.end(signing))
-        return build_table(rows, idx, minhash_signatures(texts) if texts else None)
+    def _table(self, rows, idx, signing):
+        return build_table(rows, idx, self._signer.end(signing))
 
     def finish_bundle(self):
         pending, self._pending = self._pending, None
