@@ -214,7 +214,8 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
         # (the round's link bundles wait for content-seen, and its visited rows for their
         # host's template, in spill files, not in memory)
         spill_dir = crawl.round_dir(round_no) + f"/{spill.DIRNAME}"
-        paged = ({"pages": fetched["pages"], "bundles": fetched["sitemaps"], "results": fetched["results"]}
+        paged = ({"pages": fetched["pages"], "bundles": fetched["sitemaps"], "results": fetched["results"],
+                  "planned": fetched["planned"]}
                  | "ProcessPages" >> ProcessPages(cfg.page, cfg.page_processes, lambda name: SpillToFiles(
                      f"{spill_dir}/{name}", sizes["spill_bytes"]), inflight_pages=sizes["ready_pages"]))
         links = paged["links"] | "ReadSpilledLinks" >> ReadSpilled()

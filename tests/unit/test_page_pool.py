@@ -166,6 +166,30 @@ def test_the_memory_budget_sets_how_many_batches_the_workers_may_hold():
         dofn.teardown()
 
 
+def test_a_round_planning_min_pages_or_more_parses_on_the_workers_from_its_first_page():
+    """The fetch list's size (side input `planned`) starts the pool with the first page of a
+    big round; a smaller round keeps its first `min_pages` pages here (no process start)."""
+    pages = _pages()[:3]
+
+    def pool_after(planned):
+        dofn = PageFates(CONFIG, processes=1, min_pages=1000)
+        dofn.setup()
+        dofn.start_bundle()
+        try:
+            list(dofn.process(pages[0], planned=planned))
+            started = dofn._pool is not None
+            for p in pages[1:]:
+                list(dofn.process(p, planned=planned))
+            list(dofn.finish_bundle())
+            return started
+        finally:
+            dofn.teardown()
+
+    assert pool_after(1000)
+    assert not pool_after(999)
+    assert not pool_after(0)
+
+
 def _texts(n, seed=1):
     import random
     rnd = random.Random(seed)

@@ -34,7 +34,7 @@ from transforms.fetch.gcpause import full_collections_deferred
 from transforms.fetch.hostjob import fetch_one_host, fetch_pool
 from transforms.fetch.progress import ERROR_OUTCOMES, FetchProgress, ProgressReporter
 from transforms.procs import HELPERS_MIN_PAGES
-from transforms.tableio.sideinput import combined_side_input
+from transforms.tableio.sideinput import side_input_of
 from transforms.tableio.join import JoinTables
 from transforms.tableio.coder import HostTable
 from transforms.tableio.step import RowsToTables
@@ -276,6 +276,7 @@ class Fetch(beam.PTransform):
       results   URL-seen results of fetch-list URLs the current scope rejects (not fetched)
       filtered  their filtered bundles
       stats     counter dicts (fetch seconds)
+      planned   the fetch list's URL count (one element; none when the list is empty)
     """
 
     def __init__(self, fetch_config, threads, use_sitemaps, url_filter, progress_seconds=0.0,
@@ -296,8 +297,9 @@ class Fetch(beam.PTransform):
         host_state = hosts | "SelectedHostState" >> beam.FlatMap(_host_rows, selected)
         other_hosts = hosts | "UnselectedHosts" >> beam.Map(_other_hosts, selected).with_output_types(pa.Table)
         # the progress line's "planned": the whole fetch list's URLs
-        planned = combined_side_input(
-            fetch_list | "PlannedUrls" >> beam.Map(lambda kv: kv[1].num_rows), "CountPlanned", sum)
+        planned_urls = (fetch_list | "PlannedUrls" >> beam.Map(lambda kv: kv[1].num_rows)
+                        | "CountPlanned" >> beam.CombineGlobally(sum).without_defaults())
+        planned = side_input_of(planned_urls, sum)
         pages, fetched_hosts, sitemap_files, fetch_stats = (
             {"urls": fetch_list, "state": host_state}
             | "JoinHostState" >> JoinTables(table_tags=["urls"])
@@ -311,4 +313,5 @@ class Fetch(beam.PTransform):
             "results": out_of_scope,
             "filtered": scope_filtered,
             "stats": fetch_stats,
+            "planned": planned_urls,
         }

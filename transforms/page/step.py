@@ -41,6 +41,7 @@ from transforms.page.visited import (
     visited_table,
 )
 from transforms.procs import HELPERS_MIN_PAGES
+from transforms.tableio.sideinput import side_input_of
 from transforms.tableio.step import ReadSpilled, RowsToTables
 
 
@@ -128,9 +129,14 @@ def _fate_outputs(fate, wrap=lambda v: v):
 class PageFates(beam.DoFn):
     """Fetched pages -> their fate on the outputs above (config: a `fate.PageConfig`).
 
-    With `processes` > 0, a bundle's pages from its `min_pages`-th on are handed to a
-    `pool.FatePool` of that many worker processes (`--page_processes`), so the parse runs
-    on other cores than the fetch threads; the outputs are the same either way.
+    With `processes` > 0, a bundle's pages are handed to a `pool.FatePool` of that many
+    worker processes (`--page_processes`), so the parse runs on other cores than the fetch
+    threads; the outputs are the same either way. The pool starts with the first page when
+    the round plans `min_pages` pages or more (side input `planned`, the fetch list's URLs),
+    else once the bundle has passed `min_pages` pages: a small round pays no process start.
+    (Counting only the pages seen, a big round parsed its first 256 pages here while the
+    fetch processes' pages queued behind them: the first page reached the pool 0.64 s after
+    the first came out of the fetch, in a 16 000-page bench50k round.)
     """
 
     def __init__(self, config, processes=0, min_pages=HELPERS_MIN_PAGES, inflight_pages=64):
@@ -152,11 +158,11 @@ class PageFates(beam.DoFn):
         if self._seconds:
             yield beam.pvalue.TaggedOutput("stats", _global({"seconds_parse": self._seconds}))
 
-    def process(self, page):
+    def process(self, page, planned=0):
         self._seen += 1
-        if self.processes > 0 and self._seen > self.min_pages:
-            if self._pool is None:
-                self._pool = FatePool(self.config, self.processes, inflight_pages=self.inflight_pages)
+        if self._pool is None and self.processes > 0 and max(planned or 0, self._seen - 1) >= self.min_pages:
+            self._pool = FatePool(self.config, self.processes, inflight_pages=self.inflight_pages)
+        if self._pool is not None:
             for fates, seconds in self._pool.submit(page):
                 self._seconds += seconds
                 for fate in fates:
@@ -224,8 +230,9 @@ class ProcessPages(beam.PTransform):
     """The page step of a round: fetched pages (and other candidates bundles to filter, such
     as the sitemaps robots.txt lists) -> visited, results, pages, links, filtered, stats.
 
-    Input: a dict with `pages` (fetch dicts), `bundles` (candidates bundles to filter) and
-    `results` (result dicts decided before fetching, e.g. out of scope). Output: VISITED,
+    Input: a dict with `pages` (fetch dicts), `bundles` (candidates bundles to filter),
+    `results` (result dicts decided before fetching, e.g. out of scope) and optionally
+    `planned` (the fetch list's URL count, as `Fetch` gives it). Output: VISITED,
     RESULTS and PAGES tables, kept links bundles, filtered bundles, counter dicts.
     """
 
@@ -238,8 +245,11 @@ class ProcessPages(beam.PTransform):
         self.to_files = to_files
 
     def expand(self, inputs):
+        # the fetch list's URL count, if given: a big round's page workers start at once
+        planned = {} if "planned" not in inputs else {"planned": side_input_of(inputs["planned"], sum)}
         processed = (inputs["pages"] | "Process" >> beam.ParDo(
-                         PageFates(self.config, self.processes, inflight_pages=self.inflight_pages))
+                         PageFates(self.config, self.processes, inflight_pages=self.inflight_pages),
+                         **planned)
                      .with_outputs("results", "pages", "links", "filtered", "stats", "archive",
                                  "deepweb", main="visited"))
         bundles = inputs["bundles"] | "FilterBundles" >> beam.ParDo(
