@@ -223,7 +223,8 @@ class Channel:
     """The parent's end of a helper's pipe, never blocking the thread that uses it.
 
     `put(message)` queues a message and writes what the pipe takes now; `take()` writes
-    what is queued, then reads what has arrived and returns the messages complete by now;
+    what is queued, then reads what has arrived (`max_bytes`: it stops reading once that
+    many bytes wait here; the rest stays in the pipe) and returns the messages complete by now;
     `wait_any(channels, timeout)` blocks until one of them can move data either way.
     Messages are framed as `multiprocessing.Connection` frames them, so the helper keeps its
     plain blocking `recv`/`send`. Why: a helper fed through a `ProcessPoolExecutor` depends
@@ -258,9 +259,9 @@ class Channel:
             else:
                 self._out[0] = self._out[0][n:]
 
-    def take(self) -> list:
+    def take(self, max_bytes=None) -> list:
         self._write()
-        while not self._closed:
+        while not self._closed and (max_bytes is None or len(self._in) < max_bytes):
             try:
                 chunk = os.read(self._fd, 1 << 20)
             except BlockingIOError:

@@ -344,8 +344,8 @@ class _Recording:
         self.log.append(("sent", message[0] if message else None))
         self.channel.put(message)
 
-    def take(self):
-        batches = self.channel.take()
+    def take(self, *args):
+        batches = self.channel.take(*args)
         for batch in batches:
             self.log.extend(("got", message[0]) for message in batch)
         return batches
@@ -419,7 +419,7 @@ def test_a_bug_while_reading_a_child_fails_the_bundle_instead_of_hanging_it():
     from transforms.fetch.fetchproc import FetchFleet
 
     class _Buggy(_Recording):
-        def take(self):
+        def take(self, *args):
             raise RuntimeError("a bug")
 
     with LocalServer({"/robots.txt": status(404), "*": page(b"<html>x</html>")}) as srv:
@@ -432,3 +432,32 @@ def test_a_bug_while_reading_a_child_fails_the_bundle_instead_of_hanging_it():
             list(fleet.fetch(_slow_jobs(srv, names, 20)))
         assert all(not c._proc or not c._proc.is_alive() for c in fleet.children)
         fleet.close()
+
+
+def test_the_pipes_are_read_again_while_the_messages_read_go_downstream():
+    """A consumer slower than the fetch: the child's pipe is read again (and a host's "done"
+    sends the next job) while messages read earlier still wait to go downstream; with
+    `max_ready` 1, only once all of them are out (as before there was a bound)."""
+    from transforms.fetch.fetchproc import FetchProcess
+
+    def reads_ahead(max_ready):
+        with LocalServer({"/robots.txt": status(404), "*": page(b"<html>x</html>")}) as srv:
+            names = [f"r{i}.test" for i in range(8)]
+            cfg = loopback_config({n: srv for n in names}, delay_per_host=0)
+            proc = FetchProcess(cfg, 1).start()
+            assert proc.ready()
+            log = []
+            proc._channel = _Recording(proc.channel(), log)
+            seen = []   # at each message out: (messages read from the pipe by now, out before it)
+            jobs = _slow_jobs(srv, names, 2)
+            got = lambda: sum(1 for d, k in log if d == "got" and k != "end")
+            for message in proc.fetch(jobs, max_ready):
+                seen.append((got(), len(seen)))
+                time.sleep(0.02)   # the downstream step
+            proc.close()
+        assert len(seen) == got() == 8 * 4   # each host's start, 2 pages, done
+        # a read between two messages out while others read earlier still waited here
+        return any(b[0] > a[0] and a[0] - a[1] > 1 for a, b in zip(seen, seen[1:]))
+
+    assert reads_ahead(256)
+    assert not reads_ahead(1)

@@ -146,3 +146,22 @@ def test_the_fork_server_can_be_started_ahead_of_the_first_helper():
     repo = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "True", out.stderr[-2000:]
+
+
+def test_a_take_with_max_bytes_leaves_the_rest_in_the_pipe():
+    """`take(max_bytes)` stops reading once that many bytes wait: the first take hands out
+    part of what was sent, later takes the rest, in order."""
+    parent, child = multiprocessing.Pipe()
+    messages = [bytes([i]) * 300_000 for i in range(6)]   # 1.8 MB, more than one read's 1 MiB
+    sender = threading.Thread(target=lambda: [child.send(m) for m in messages])
+    sender.start()
+    channel = Channel(parent)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:   # everything sent (the rest waits in the socket)
+        wait_any([channel], 0.05)
+        if not sender.is_alive():
+            break
+    first = channel.take(max_bytes=400_000)
+    assert 1 <= len(first) < len(messages)
+    assert first + _until(channel, len(messages) - len(first)) == messages
+    sender.join(timeout=10)

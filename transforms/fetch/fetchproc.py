@@ -39,6 +39,7 @@ import logging
 import os
 import queue
 import threading
+import time
 
 from transforms import faults
 from transforms.fetch.hostjob import (as_rows, fetch_one_host, fetch_pool, host_row_unchanged,
@@ -188,11 +189,11 @@ class FetchProcess(Helper):
         """Start the child in a background thread (the DoFn keeps receiving its hosts)."""
         return super().start(serve, self.config, self.threads)
 
-    def fetch(self, jobs):
+    def fetch(self, jobs, max_ready=256):
         """Fetch a bundle's jobs in the child. Yields `("host", host)`, `("page", host, page)`
         and `("done", host, result)` as they happen; every job gets its "done", also when the
-        child dies on the way (then from `lost_host`)."""
-        yield from fetch_in_children([self], jobs)
+        child dies on the way (then from `lost_host`). `max_ready`: as `fetch_in_children`'s."""
+        yield from fetch_in_children([self], jobs, max_ready)
 
 
 class _ChildRun:
@@ -224,10 +225,11 @@ class _ChildRun:
             self.last_sent = True
             self.channel.put(("last",))
 
-    def take(self) -> list:
-        """The messages arrived by now (the child sends them in lists)."""
+    def take(self, max_bytes=None) -> list:
+        """The messages arrived by now (the child sends them in lists; `max_bytes` as
+        `Channel.take`'s)."""
         out = []
-        for batch in self.channel.take():
+        for batch in self.channel.take(max_bytes):
             for message in batch:
                 kind = message[0]
                 if kind == "end":       # the bundle's last message from this child
@@ -252,18 +254,42 @@ class _ChildRun:
                 for host, (rows, state_row) in self.by_host.items()]
 
 
-def fetch_in_children(children, jobs):
+TAKE_SECONDS = 0.005   # while a bundle's messages go downstream, the pipes are read this often
+TAKE_BYTES = 4 << 20   # at most about this much is read from one pipe at a time
+
+
+def _take_all(runs) -> list:
+    """The messages every unfinished run has by now (a dead child's hosts come back lost)."""
+    out = []
+    for run in runs:
+        if not run.finished:
+            try:
+                out += run.take(TAKE_BYTES)
+            except (EOFError, OSError, ValueError) as e:
+                out += run.lost(e)
+    return out
+
+
+def fetch_in_children(children, jobs, max_ready=256):
     """A bundle's jobs fetched by running fetch processes that share them (`FetchProcess.fetch`'s
     messages and guarantees). One thread, the bundle's own, moves every pipe (`procs.Channel`)
     and waits on all of them at once when none has anything: no reader thread per child, whose
     hand-offs through this busy process's interpreter lock held the children's pages back
     (their outboxes full, their fetch threads waiting). Jobs no child was left to take come
-    back lost."""
+    back lost.
+
+    While messages go downstream (each page through the fused page step), the pipes are read
+    again every `TAKE_SECONDS` as long as fewer than `max_ready` messages wait here, at most
+    `TAKE_BYTES` from a pipe at a time, and a host's "done" sends its child the next job at
+    once; beyond that the pipes fill and the children wait. (Read only once all that was
+    read had gone downstream, a take brought up to ~1 500 pages that kept this thread
+    0.5-0.75 s, while each child finished its whole window of jobs and waited for more:
+    one 5 000-page bench50k round took 11 takes in all.)"""
     unsent = collections.deque(jobs)
     runs = [_ChildRun(child, unsent) for child in children]
     completed = False
     try:
-        ready = []
+        ready = collections.deque()
         # the first windows dealt in turn: the longest hosts (first in `jobs`) go to every
         # child, not all to the first one (whose chains then ran on one core at the end)
         for _ in range(max((window(run.child.threads) for run in runs), default=0) + 1):
@@ -274,19 +300,19 @@ def fetch_in_children(children, jobs):
                     except (OSError, ValueError) as e:
                         ready += run.lost(e)
         while True:
-            for message in ready:
+            taken = time.perf_counter()
+            while ready:
+                message = ready.popleft()
                 yield message
                 if message[0] == "done":
                     faults.crash_point("fetch")
+                if len(ready) < max_ready and time.perf_counter() - taken >= TAKE_SECONDS:
+                    ready += _take_all(runs)
+                    taken = time.perf_counter()
             active = [run for run in runs if not run.finished]
             if not active:
                 break
-            ready = []
-            for run in active:
-                try:
-                    ready += run.take()
-                except (EOFError, OSError, ValueError) as e:
-                    ready += run.lost(e)
+            ready += _take_all(active)
             if not ready:
                 try:
                     wait_any([run.channel for run in active if not run.finished], 0.5)
@@ -328,9 +354,9 @@ class FetchFleet:
         """Wait for the starts; True if any child runs (else fetch in-process)."""
         return any([child.ready() for child in self.children])
 
-    def fetch(self, jobs):
+    def fetch(self, jobs, max_ready=256):
         """`FetchProcess.fetch` over the running children: same messages, same guarantees."""
-        yield from fetch_in_children([child for child in self.children if child.ready()], jobs)
+        yield from fetch_in_children([child for child in self.children if child.ready()], jobs, max_ready)
 
     @property
     def broken(self):

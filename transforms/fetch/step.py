@@ -180,7 +180,7 @@ class FetchHosts(beam.DoFn):
         """The bundle's hosts fetched by the fetch processes (fetchproc.py), same outputs."""
         jobs, self._jobs = self._jobs, []
         progress = self._progress
-        for message in self._process.fetch(jobs):
+        for message in self._process.fetch(jobs, self.max_ready):
             if message[0] == "page":
                 page = message[2]
                 progress.page(page)
