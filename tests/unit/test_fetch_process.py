@@ -221,6 +221,10 @@ def test_fetch_list_rows_become_dicts_of_the_columns_a_fetch_reads():
     assert set(CARRIED) < set(FETCH_COLUMNS) and {"etag", "last_modified"} <= set(FETCH_COLUMNS)
     dicts = [{"fp": 3, "url": "http://a.test/3", "anchors": ["z"]}]
     assert as_rows(dicts) is dicts
+    # a host's rows from several fetch-list tables (chunks), nulls and all: as Arrow gives them
+    chunked = pa.concat_tables([table, table.slice(1).replace_schema_metadata(None)])
+    assert as_rows(chunked) == chunked.select(["fp", "url", "host", "etag"]).to_pylist()
+    assert as_rows(table.slice(0, 0)) == []
 
 
 class _SlowPipe:

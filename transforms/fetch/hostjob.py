@@ -59,7 +59,12 @@ def as_rows(rows):
     round's whole fetch list was held in the round's process and again in the fetch process."""
     if not hasattr(rows, "to_pylist"):
         return rows
-    return rows.select([c for c in FETCH_COLUMNS if c in rows.column_names]).to_pylist()
+    # column by column, zipped: 66 us for a 30-row table where Table.select().to_pylist()
+    # took 200 us (timeit), in the round's process, once per host job
+    have = set(rows.column_names)
+    names = [c for c in FETCH_COLUMNS if c in have]
+    columns = [rows.column(c).to_pylist() for c in names]
+    return [dict(zip(names, values)) for values in zip(*columns)]
 
 
 def fetch_one_host(fetcher_factory, host, rows, state_row, progress=None, on_page=None):
