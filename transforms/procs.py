@@ -223,8 +223,8 @@ class Channel:
     """The parent's end of a helper's pipe, never blocking the thread that uses it.
 
     `put(message)` queues a message and writes what the pipe takes now; `take()` writes
-    what is queued, then reads what has arrived (`max_bytes`: it stops reading once that
-    many bytes wait here; the rest stays in the pipe) and returns the messages complete by now;
+    what is queued, then reads what has arrived (at most `max_bytes` in this call, if given;
+    the rest stays in the pipe) and returns the messages complete by now;
     `wait_any(channels, timeout)` blocks until one of them can move data either way.
     Messages are framed as `multiprocessing.Connection` frames them, so the helper keeps its
     plain blocking `recv`/`send`. Why: a helper fed through a `ProcessPoolExecutor` depends
@@ -261,14 +261,16 @@ class Channel:
 
     def take(self, max_bytes=None) -> list:
         self._write()
-        while not self._closed and (max_bytes is None or len(self._in) < max_bytes):
+        read = 0
+        while not self._closed and (max_bytes is None or read < max_bytes):
             try:
-                chunk = os.read(self._fd, 1 << 20)
+                chunk = os.read(self._fd, 1 << 20 if max_bytes is None else min(1 << 20, max_bytes - read))
             except BlockingIOError:
                 break
             if not chunk:
                 self._closed = True   # what arrived before the end is still handed out
             self._in += chunk
+            read += len(chunk)
         messages = self._messages()
         if self._closed and not messages:
             raise EOFError("the helper closed its pipe")

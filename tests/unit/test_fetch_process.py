@@ -441,7 +441,7 @@ def test_a_bug_while_reading_a_child_fails_the_bundle_instead_of_hanging_it():
 def test_the_pipes_are_read_again_while_the_messages_read_go_downstream():
     """A consumer slower than the fetch: the child's pipe is read again (and a host's "done"
     sends the next job) while messages read earlier still wait to go downstream; with
-    `max_ready` 1, only once all of them are out (as before there was a bound)."""
+    `max_ready` 1, only once all of them are out (as it was before)."""
     from transforms.fetch.fetchproc import FetchProcess
 
     def reads_ahead(max_ready):
@@ -457,7 +457,9 @@ def test_the_pipes_are_read_again_while_the_messages_read_go_downstream():
             got = lambda: sum(1 for d, k in log if d == "got" and k != "end")
             for message in proc.fetch(jobs, max_ready):
                 seen.append((got(), len(seen)))
-                time.sleep(0.02)   # the downstream step
+                # the downstream step: slow for the first messages, so the child (sent the next
+                # jobs by the dones of the first read) has more for the pipe meanwhile
+                time.sleep(0.5 if len(seen) <= 3 else 0.001)
             proc.close()
         assert len(seen) == got() == 8 * 4   # each host's start, 2 pages, done
         # a read between two messages out while others read earlier still waited here
