@@ -42,6 +42,34 @@ def test_a_pool_computes_the_same_fates_as_inline():
     assert sorted(map(key, got)) == sorted(key(page_fate(p, CONFIG)) for p in pages)
 
 
+def test_workers_can_hand_back_link_bundles_pickled_for_the_spill():
+    """With `pickled_links`, the workers' fates carry each link bundle `Pickled` (as a spill
+    file holds it), the same bundles as inline once unpickled; the rest of each fate as is."""
+    import pickle
+
+    from transforms.tableio.pickled import Pickled
+    pages = _pages()
+    pool = FatePool(CONFIG, processes=1, batch=4, inflight=1000, pickled_links=True)   # none inline
+    got = []
+    try:
+        pool.wait_started()
+        for p in pages:
+            got += [f for fates, _ in pool.submit(p) for f in fates]
+        got += [f for fates, _ in pool.drain() for f in fates]
+    finally:
+        pool.close()
+    assert pool.sent > 0 and len(got) == len(pages)
+    want = [page_fate(p, CONFIG) for p in pages]
+    key = lambda f: repr(sorted(f.result.items()))
+    got, want = sorted(got, key=key), sorted(want, key=key)
+    links = [b for f in got for b in f.links]
+    assert links and all(type(b) is Pickled for b in links)
+    for g, w in zip(got, want):
+        assert [pickle.loads(b) for b in g.links] == w.links
+        g.links, w.links = [], []
+        assert repr(g) == repr(w)
+
+
 def _outputs(processes):
     tags = ("results", "pages", "links", "filtered")
     with TestPipeline() as p:

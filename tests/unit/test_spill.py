@@ -32,6 +32,17 @@ def test_spill_file_round_trip_and_discard(tmp_path):
     assert spill.discard(str(round_dir)) is False
 
 
+def test_an_element_pickled_where_it_was_made_is_written_as_it_is(tmp_path):
+    """A `Pickled` element (a page worker's link bundle) goes into the file as its bytes: the
+    file is the one its unpickled element makes, and reads back as that element; plain bytes
+    stay an element of their own."""
+    from transforms.tableio.pickled import Pickled, encode
+    bundle = {"src": "http://a/", "dst": ["http://a/%d" % i for i in range(50)], "anchor": ["x"] * 50}
+    plain, pre = str(tmp_path / "plain.spill"), str(tmp_path / "pre.spill")
+    assert _write(plain, [bundle, b"raw"]) == _write(pre, [Pickled(encode(bundle)), b"raw"])
+    assert list(spill.read_spill(pre)) == [bundle, b"raw"]
+
+
 def test_damaged_spill_file_names_the_file(tmp_path):
     path = tmp_path / "bad.spill"
     path.write_bytes(spill.MAGIC + b"\x05\x00\x00\x00\x00\x00\x00\x00garbage")

@@ -28,6 +28,7 @@ import numpy as np
 from transforms.contentseen.fingerprints import minhash_signatures
 from transforms.page.fate import page_fate
 from transforms.procs import Helper, answer, usable_cores, wait_any
+from transforms.tableio.pickled import Pickled, encode
 
 log = logging.getLogger(__name__)
 
@@ -37,16 +38,20 @@ def auto_processes(cores=None) -> int:
     return max(0, (usable_cores() if cores is None else cores or 1) - 1)
 
 
-def page_fates(pages, config):
-    """The fates of a batch of pages, and the seconds they took (runs in a worker)."""
+def page_fates(pages, config, pickled_links=False):
+    """The fates of a batch of pages, and the seconds they took (runs in a worker). With
+    `pickled_links` each fate's link bundles come `Pickled` (for a spill file), not as dicts."""
     started = time.perf_counter()
     fates = [page_fate(p, config) for p in pages]
+    if pickled_links:
+        for fate in fates:
+            fate.links = [Pickled(encode(bundle)) for bundle in fate.links]
     return fates, time.perf_counter() - started
 
 
-def _fate_loop(conn, config):
+def _fate_loop(conn, config, pickled_links):
     """A page worker: batches of pages in, their (fates, seconds) out, until None or EOF."""
-    answer(conn, page_fates, config)
+    answer(conn, page_fates, config, pickled_links)
 
 
 class _PageWorker(Helper):
@@ -83,8 +88,9 @@ class FatePool:
     the CPU, so this process parses a quarter to a third of the batches itself.)
     """
 
-    def __init__(self, config, processes, batch=16, inflight=None, inflight_pages=0):
+    def __init__(self, config, processes, batch=16, inflight=None, inflight_pages=0, pickled_links=False):
         self.config, self.processes, self.batch = config, processes, batch
+        self.pickled_links = pickled_links   # the workers' fates carry `Pickled` link bundles
         self.inflight = inflight or max(4 * processes, int(inflight_pages) // batch)
         self._queue, self._workers = [], []
         self.broken = None   # why the workers stopped, once one died: batches then run here
@@ -96,7 +102,8 @@ class FatePool:
         if self.broken is not None:
             return []
         if not self._workers:
-            self._workers = [_PageWorker().start(_fate_loop, self.config) for _ in range(self.processes)]
+            self._workers = [_PageWorker().start(_fate_loop, self.config, self.pickled_links)
+                             for _ in range(self.processes)]
         for w in self._workers:
             if not w.up and not w.starting():
                 if not w.ready():   # no worker here (a daemonic process may not start children)
@@ -116,7 +123,7 @@ class FatePool:
         self._break(error)
         done = []
         for w in self._workers:
-            done += [page_fates(b, self.config) for b in w.batches]
+            done += [page_fates(b, self.config, self.pickled_links) for b in w.batches]
             w.batches.clear()
             w.close(kill=True)
         return done
@@ -140,7 +147,8 @@ class FatePool:
                 return self._fail(e)
             self.sent += 1
             return []
-        return [page_fates(batch, self.config)]   # the workers are busy, starting or gone
+        return [page_fates(batch, self.config)]   # the workers are busy, starting or gone (no
+        # bundle to pickle here: the spill pickles it as it writes)
 
     def _collect(self):
         done = []

@@ -136,12 +136,15 @@ class PageFates(beam.DoFn):
     else once the bundle has passed `min_pages` pages: a small round pays no process start.
     (Counting only the pages seen, a big round parsed its first 256 pages here while the
     fetch processes' pages queued behind them: the first page reached the pool 0.64 s after
-    the first came out of the fetch, in a 16 000-page bench50k round.)
+    the first came out of the fetch, in a 16 000-page bench50k round.) With `pickled_links`
+    (the links go to spill files) a worker's link bundles come `Pickled`, as a spill file
+    holds them: this process then neither unpickles nor pickles them again.
     """
 
-    def __init__(self, config, processes=0, min_pages=HELPERS_MIN_PAGES, inflight_pages=64):
+    def __init__(self, config, processes=0, min_pages=HELPERS_MIN_PAGES, inflight_pages=64, pickled_links=False):
         self.config, self.processes, self.min_pages = config, int(processes), min_pages
         self.inflight_pages = int(inflight_pages)   # pages handed to the workers, not yet back
+        self.pickled_links = pickled_links   # links go to spill files: the workers pickle them
 
     def setup(self):
         self._pool = None
@@ -161,7 +164,8 @@ class PageFates(beam.DoFn):
     def process(self, page, planned=0):
         self._seen += 1
         if self._pool is None and self.processes > 0 and max(planned or 0, self._seen - 1) >= self.min_pages:
-            self._pool = FatePool(self.config, self.processes, inflight_pages=self.inflight_pages)
+            self._pool = FatePool(self.config, self.processes, inflight_pages=self.inflight_pages,
+                                  pickled_links=self.pickled_links)
         if self._pool is not None:
             for fates, seconds in self._pool.submit(page):
                 self._seconds += seconds
@@ -248,7 +252,8 @@ class ProcessPages(beam.PTransform):
         # the fetch list's URL count, if given: a big round's page workers start at once
         planned = {} if "planned" not in inputs else {"planned": side_input_of(inputs["planned"], sum)}
         processed = (inputs["pages"] | "Process" >> beam.ParDo(
-                         PageFates(self.config, self.processes, inflight_pages=self.inflight_pages),
+                         PageFates(self.config, self.processes, inflight_pages=self.inflight_pages,
+                                   pickled_links=self.to_files is not None),
                          **planned)
                      .with_outputs("results", "pages", "links", "filtered", "stats", "archive",
                                  "deepweb", main="visited"))

@@ -6,7 +6,8 @@
 - `coder`: `ArrowTableCoder`, which lets `pa.Table` elements cross stage boundaries as Arrow
   IPC (registered on import), and `HostTable`, the type of a (host, table) element.
 - `join`: `JoinTables`, a CoGroupByKey whose table inputs are typed (so coded as above).
-- `spill`: the spill files a round's large intermediate data waits in (rounds/N/_spill/).
+- `spill`: the spill files a round's large intermediate data waits in (rounds/N/_spill/);
+  `pickled`: their element encoding, importable without Beam (a page worker encodes links).
 - `sideinput`: `combined_side_input`, a combined value read as a side input without the
   default-injection stage `CombineGlobally` would add (Beam plumbing the stages share).
 """

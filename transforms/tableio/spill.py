@@ -25,6 +25,8 @@ import struct
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
+from transforms.tableio.pickled import Pickled, encode
+
 MAGIC = b"BCSPILL2"
 DIRNAME = "_spill"
 END = 0xFFFFFFFF
@@ -35,8 +37,6 @@ class SpillReadError(Exception):
     """A spill file that is missing or damaged (the round fails; rerunning redoes it)."""
 
 
-def encode(element) -> bytes:
-    return pickle.dumps(element, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 FLUSH_BYTES = 256 * 1024   # pickled elements gathered before one write into the zstd stream
@@ -67,7 +67,7 @@ class SpillWriter:
             raise
 
     def add(self, element) -> int:
-        payload = encode(element)
+        payload = element if isinstance(element, Pickled) else encode(element)
         self._pending += (struct.pack("<I", len(payload)), payload)
         self._pending_bytes += 4 + len(payload)
         self.raw_bytes += 4 + len(payload)
