@@ -14,10 +14,13 @@ Both ends stream: `SpillWriter` compresses each element into the file as it come
 elements (a writer that buffered a whole file held it twice, as elements and joined, at its
 flush: ~70 MB at the end of a 16 000-page round's fetch stage).
 
-A file: MAGIC, then one zstd stream of frames (each: 4-byte little-endian length, then that
-many bytes: one pickled element), ended by the length END and the 8-byte little-endian
+A file: MAGIC, then one LZ4 frame stream of frames (each: 4-byte little-endian length, then
+that many bytes: one pickled element), ended by the length END and the 8-byte little-endian
 count of elements, so a file cut short (a killed writer) reads as damaged, never as fewer
-elements.
+elements. LZ4, not zstd: the files live for one round, and the round's process writes them
+while it is the fetch stage's bottleneck: 500 link bundles (3.9 MB pickled) compress in 4.0
+against 6.5 ms and decompress in 1.2 against 5.0 ms (files 1.7x larger); a 5 000-page round
+alternating x3: CPU 3.67 / 3.98 / 4.20 -> 3.54 / 3.73 / 3.87 s.
 """
 import pickle
 import struct
@@ -27,23 +30,21 @@ from apache_beam.io.filesystems import FileSystems
 
 from transforms.tableio.pickled import Pickled, encode
 
-MAGIC = b"BCSPILL2"
+MAGIC = b"BCSPILL3"
 DIRNAME = "_spill"
 END = 0xFFFFFFFF
-CODEC = "zstd"
+CODEC = "lz4"
 
 
 class SpillReadError(Exception):
     """A spill file that is missing or damaged (the round fails; rerunning redoes it)."""
 
 
-
-
-FLUSH_BYTES = 256 * 1024   # pickled elements gathered before one write into the zstd stream
+FLUSH_BYTES = 256 * 1024   # pickled elements gathered before one write into the compressed stream
 
 
 class SpillWriter:
-    """One spill file, written element by element through a zstd stream into the file.
+    """One spill file, written element by element through an LZ4 stream into the file.
 
     `add` returns the uncompressed bytes written so far (what a caller sizes files by);
     `close` ends the file and returns that total; `abort` closes it unfinished (it then
@@ -103,6 +104,8 @@ def _frames(stream):
             (count,) = struct.unpack("<Q", stream.read(8))
             if count != seen:
                 raise ValueError(f"it holds {seen} elements, its end marker says {count}")
+            if stream.read(1):   # (and the compressed stream must end whole: a cut trailer raises)
+                raise ValueError("data after its end marker")
             return
         payload = stream.read(n)
         if len(payload) < n:
