@@ -147,8 +147,9 @@ class FatePool:
                 return self._fail(e)
             self.sent += 1
             return []
-        return [page_fates(batch, self.config)]   # the workers are busy, starting or gone (no
-        # bundle to pickle here: the spill pickles it as it writes)
+        # the workers are busy, starting or gone: parsed here (bundles stay dicts, which the
+        # spill pickles as it writes them)
+        return [page_fates(batch, self.config)]
 
     def _collect(self):
         done = []

@@ -14,7 +14,7 @@ Both ends stream: `SpillWriter` compresses each element into the file as it come
 elements (a writer that buffered a whole file held it twice, as elements and joined, at its
 flush: ~70 MB at the end of a 16 000-page round's fetch stage).
 
-A file: MAGIC, then one LZ4 frame stream of frames (each: 4-byte little-endian length, then
+A file: MAGIC, then one LZ4 stream of records (each: 4-byte little-endian length, then
 that many bytes: one pickled element), ended by the length END and the 8-byte little-endian
 count of elements, so a file cut short (a killed writer) reads as damaged, never as fewer
 elements. LZ4, not zstd: the files live for one round, and the round's process writes them
