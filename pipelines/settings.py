@@ -175,7 +175,7 @@ ROUND_SETTINGS = {s.name: s for s in [
     S("fetch_engine", str, "threads", "fetching", "threads: a thread per host in flight (urllib3); loop:"
       " greenlets on one event loop (aiohttp; stricter on malformed headers).", one_of("threads", "loop")),
     S("page_processes", str, "auto", "fetching", "Processes parsing a worker's pages beside its fetch "
-      "threads (rounds of over 256 pages); auto = cores - 1, 0 = parse in the fetching process.",
+      "threads (rounds planning 256 pages or more); auto = cores - 1, 0 = parse in the fetching process.",
       lambda v: None if v == "auto" or v.isdigit() else "must be auto or a whole number ≥ 0"),
     S("fetch_process", str, "auto", "fetching", "Processes fetching beside the round's, the hosts divided "
       "among them (rounds of 256+ URLs; not with --render); true = 1, false = 0; auto = 2 (1 with --fetch_engine "
