@@ -3,6 +3,7 @@ import glob
 from pathlib import Path
 
 import apache_beam as beam
+import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
@@ -341,5 +342,12 @@ def test_the_sign_pool_signs_batches_begun_ahead_in_order_within_its_share_bound
             end_oldest()
         assert pool.sent == 6
         assert all(pool.MIN_SHARE <= s <= pool.MAX_SHARE for s in shares)
+        # ending the later of two batches first is refused (the helper answers in order)
+        first, second = pool.begin(batches[0]), pool.begin(batches[1])
+        with pytest.raises(ValueError, match="in the order"):
+            pool.end(second)
+        for j, signing in ((0, first), (1, second)):
+            done, want = pool.end(signing), minhash_signatures(batches[j])
+            assert np.array_equal(done[0], want[0]) and np.array_equal(done[1], want[1])
     finally:
         pool.close()

@@ -264,7 +264,11 @@ class SignPool(Helper):
         """(signatures, has) of a batch `begin` started, its helper share waited for."""
         if not signing.cut:
             return signing.mine
-        if self._out and self._out[0] is signing and self.broken is None:
+        if signing in self._out and self._out[0] is not signing:
+            # the helper answers in order: taking this one's share now would hand it the answer
+            # of an earlier batch (and every later batch the wrong one)
+            raise ValueError("SignPool.end: batches must be ended in the order they were begun")
+        if self._out and self._out[0] is signing:   # (a broken helper's batches left `_out`)
             self._out.popleft()
             try:
                 # the helper done before it was asked for: give it more next time, else less
@@ -275,7 +279,7 @@ class SignPool(Helper):
             except (EOFError, OSError) as e:
                 self._break(e)
                 theirs = minhash_signatures(signing.texts[:signing.cut])
-        else:   # the helper died with it (or it was not ended in order): signed here
+        else:   # the helper died with it: its share signed here
             theirs = minhash_signatures(signing.texts[:signing.cut])
         return (np.concatenate([theirs[0], signing.mine[0]]),
                 np.concatenate([theirs[1], signing.mine[1]]))
