@@ -18,7 +18,7 @@ A file: MAGIC, then one LZ4 stream of records (each: 4-byte little-endian length
 that many bytes: one pickled element), ended by the length END and the 8-byte little-endian
 count of elements, so a file cut short (a killed writer) reads as damaged, never as fewer
 elements. LZ4, not zstd: the files live for one round, and the round's process writes them
-while it is the fetch stage's bottleneck: 500 link bundles (3.9 MB pickled) compress in 4.0
+while it is the fetch stage's bottleneck: 500 synthetic link bundles (3.9 MB) compress in 4.0
 against 6.5 ms and decompress in 1.2 against 5.0 ms (files 1.7x larger); a 5 000-page round
 alternating x3: CPU 3.67 / 3.98 / 4.20 -> 3.54 / 3.73 / 3.87 s.
 """
