@@ -1,4 +1,6 @@
 """pipelines.construction memoises two Beam helpers; the results must be what Beam computes."""
+import functools
+
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TypeOptions
 from apache_beam.transforms import userstate
@@ -97,3 +99,65 @@ def test_cached_yield_and_return_check_equal_beams_own():
     for f in (_Plain().process, _Mixed().process, _Mixed().process):
         assert core._check_fn_use_yield_and_return(f) == original(f)
     assert core._check_fn_use_yield_and_return(_Mixed().process) is True
+
+
+def _decorated(fn):
+    @functools.wraps(fn)
+    def wrapper(*args):
+        return fn(*args)
+    return wrapper
+
+
+@_decorated
+def _yields(x):
+    yield x
+
+
+@_decorated
+def _yields_and_returns(x):
+    if x:
+        return [x]
+    yield x
+
+
+def _make_lambda():
+    return lambda x: x + 1
+
+
+def test_yield_and_return_check_is_kept_per_unwrapped_code():
+    """The wrappers share one code object; the answer follows what they wrap."""
+    construction.install()
+    core = beam.transforms.core
+    original = core._check_fn_use_yield_and_return.__wrapped__
+    assert _yields.__code__ is _yields_and_returns.__code__
+    for f in (_yields, _yields_and_returns, _yields, _Mixed().process, _make_lambda(), _make_lambda()):
+        assert core._check_fn_use_yield_and_return(f) == original(f)
+    assert core._check_fn_use_yield_and_return(_yields_and_returns) is True
+    assert core._check_fn_use_yield_and_return(_yields) is False
+    calls = []
+    cached = construction._cached_per_code(lambda f: calls.append(f) or len(calls))
+    first, second = _make_lambda(), _make_lambda()   # new function objects, one code object
+    assert cached(first) == cached(second) == 1 and calls == [first]
+    assert cached(len) == 2 and cached(len) == 3     # builtins: never kept
+
+
+def test_option_names_are_listed_again_when_the_namespace_changes():
+    construction.install()
+    options = PipelineOptions(["--no_pipeline_type_check"]).view_as(TypeOptions)
+    original = PipelineOptions._visible_option_list.__wrapped__
+    assert options._visible_option_list() == original(options)
+    assert options.pipeline_type_check is False
+    got = options._visible_option_list()
+    got.clear()   # callers get their own list
+    assert "pipeline_type_check" in options._visible_option_list()
+    options._visible_options.brand_new = 1    # a name added: listed again
+    assert "brand_new" in options._visible_option_list()
+    assert options._visible_option_list() == original(options)
+    calls = []
+    listed = construction._cached_option_list(lambda view: calls.append(1) or sorted(vars(view._visible_options)))
+    import argparse
+    import types as pytypes
+    view = pytypes.SimpleNamespace(_visible_options=argparse.Namespace(a=1, b=2))
+    assert listed(view) == listed(view) == ["a", "b"] and len(calls) == 1   # kept
+    other = pytypes.SimpleNamespace(_visible_options=argparse.Namespace(a=1, b=2))   # equal, not same
+    assert listed(other) == ["a", "b"] and len(calls) == 2
