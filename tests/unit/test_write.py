@@ -75,3 +75,22 @@ def test_a_part_left_by_a_failed_bundle_never_becomes_part_of_the_table(tmp_path
     files = glob.glob(str(tmp_path / "t" / "*"))
     got = pa.concat_tables([pq.read_table(f) for f in files])
     assert sorted(got.column("fp").to_pylist()) == [0, 1, 2, 3]
+
+
+def test_hash_columns_are_written_without_a_dictionary_and_the_rest_with_one(tmp_path):
+    prefix = str(tmp_path / "visited" / "part")
+    n = 50
+    table = pa.table({name: pa.nulls(n, tables.VISITED.field(name).type) for name in tables.VISITED.names},
+                     schema=tables.VISITED)
+    table = table.set_column(tables.VISITED.get_field_index("minhash"), "minhash",
+                             pa.array([[i, i + 1] for i in range(n)], pa.list_(pa.uint32())))
+    table = table.set_column(tables.VISITED.get_field_index("host"), "host",
+                             pa.array(["a.test"] * n, pa.string()))
+    _run(lambda p: p | beam.Create([table], reshuffle=False)
+         | write.WriteTable(prefix, tables.VISITED) | write.CommitTables({prefix: tables.VISITED}))
+    [path] = glob.glob(str(tmp_path / "visited" / "*.parquet"))
+    meta = pq.ParquetFile(path).metadata.row_group(0)
+    encodings = {meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)}
+    assert not any("DICTIONARY" in e for e in encodings["minhash.list.element"])
+    assert any("DICTIONARY" in e for e in encodings["host"])
+    assert pq.read_table(path).column("minhash").to_pylist() == [[i, i + 1] for i in range(n)]
