@@ -94,3 +94,15 @@ def test_hash_columns_are_written_without_a_dictionary_and_the_rest_with_one(tmp
     assert not any("DICTIONARY" in e for e in encodings["minhash.list.element"])
     assert any("DICTIONARY" in e for e in encodings["host"])
     assert pq.read_table(path).column("minhash").to_pylist() == [[i, i + 1] for i in range(n)]
+
+
+def test_dictionary_columns_are_parquets_own_leaf_paths():
+    """The paths named to the writer are those Parquet gives every table's columns."""
+    import io
+    nested = pa.schema([("m", pa.map_(pa.string(), pa.int32())), ("s", pa.struct([("a", pa.list_(pa.string()))])),
+                        ("minhash", pa.list_(pa.uint32())), ("x", pa.int64())])
+    for schema in list(tables.TABLES.values()) + [nested]:
+        buf = io.BytesIO()
+        pq.write_table(schema.empty_table(), buf)
+        paths = [c.path for c in pq.ParquetFile(buf).schema]
+        assert write.dictionary_columns(schema) == [p for p in paths if p.split(".")[0] not in write.NO_DICTIONARY]

@@ -14,7 +14,6 @@ table's parts in one step; `WriteStats` sums the round's counter dicts into one 
 Tables cross stages as Arrow IPC (`coder.ArrowTableCoder`, registered on import).
 """
 
-import io
 import json
 import time
 import uuid
@@ -137,13 +136,27 @@ ROW_GROUP_ROWS = 64 * 1024
 NO_DICTIONARY = frozenset({"minhash", "lsh_keys"})
 
 
+def _leaf_paths(name, type_):
+    """Parquet's column paths under an Arrow field (lists as "name.list.element", structs
+    by their children's names, maps as "name.key_value.key" and ".value")."""
+    if pa.types.is_list(type_) or pa.types.is_large_list(type_) or pa.types.is_fixed_size_list(type_):
+        return _leaf_paths(f"{name}.list.element", type_.value_type)
+    if pa.types.is_map(type_):
+        return (_leaf_paths(f"{name}.key_value.key", type_.key_type)
+                + _leaf_paths(f"{name}.key_value.value", type_.item_type))
+    if pa.types.is_struct(type_):
+        return [p for i in range(type_.num_fields)
+                for p in _leaf_paths(f"{name}.{type_.field(i).name}", type_.field(i).type)]
+    return [name]
+
+
 def dictionary_columns(schema):
     """The leaf column paths of `schema` Parquet may dictionary-encode: all but those under
-    NO_DICTIONARY (a list column's leaf is "name.list.element")."""
-    buf = io.BytesIO()
-    pq.write_table(schema.empty_table(), buf)
-    paths = [column.path for column in pq.ParquetFile(buf).schema]
-    return [path for path in paths if path.split(".")[0] not in NO_DICTIONARY]
+    NO_DICTIONARY."""
+    return [path for field in schema if field.name not in NO_DICTIONARY
+            for path in _leaf_paths(field.name, field.type)]
+
+
 WRITE_METRIC = ("beamcrawl", "write_micros")   # µs encoding+writing tables: the report's "write"
 
 
