@@ -25,6 +25,7 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from transforms.archive.warc import WarcFile, sort_index
+from transforms.tableio.gather import GatherAll
 
 INDEX = "index.cdxj"
 FILES = "files.json"
@@ -105,6 +106,6 @@ class WriteWarc(beam.PTransform):
                         | "WriteWarcFiles" >> beam.ParDo(_WriteWarcFiles(
                             self.warc_dir, self.round_no, self.max_bytes, self.info))
                         .with_outputs("files", main="index"))
-        all_lines = lines | "AllIndexLines" >> beam.combiners.ToList()
+        all_lines = lines | "AllIndexLines" >> GatherAll()
         return all_lines | "WriteIndex" >> beam.ParDo(
             _WriteIndex(self.warc_dir), beam.pvalue.AsList(files))

@@ -45,6 +45,7 @@ from transforms.contentseen.oldside import (
     read_hits,
 )
 from transforms.tableio import files as readparquet
+from transforms.tableio.gather import GatherAll
 from transforms.tableio.sideinput import combined_side_input
 from transforms.urls.fpsets import FpIndex, member, sorted_union
 
@@ -141,7 +142,7 @@ class NearClusters(beam.PTransform):
             "BandKeySet", sorted_union)
         old = inputs["old"] | "OldPages" >> beam.FlatMap(pages, False, keyset)
         return ((new, old) | "AllPages" >> beam.Flatten()
-                | "GatherPages" >> beam.combiners.ToList()
+                | "GatherPages" >> GatherAll()
                 | "Clusters" >> beam.Map(clusters))
 
 

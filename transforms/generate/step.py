@@ -5,6 +5,7 @@ import pyarrow as pa
 
 from transforms.generate.select import due_mask, merge_fetch_list, select, split_by_host
 from transforms.tableio.coder import HostTable
+from transforms.tableio.gather import GatherAll
 
 
 class SelectCombineFn(beam.CombineFn):
@@ -50,7 +51,7 @@ class Generate(beam.PTransform):
         selected = frontier_batches | "SelectTopK" >> beam.CombineGlobally(self.fn).without_defaults()
         if self.revisits is not None:   # incremental: due revisits first, then new URLs
             revisits, cap = self.revisits, self.max_per_host
-            selected = (selected | "AllSelected" >> beam.combiners.ToList()
+            selected = (selected | "AllSelected" >> GatherAll()
                         | "WithRevisits" >> beam.Map(lambda ts: merge_fetch_list([revisits] + ts, cap)))
         return (selected
                 | "SplitByHost" >> beam.FlatMap(split_by_host).with_output_types(HostTable)

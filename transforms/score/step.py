@@ -21,6 +21,7 @@ from transforms.score.pagerankblocks import (
     update,
 )
 from transforms.tableio.files import read_view
+from transforms.tableio.gather import GatherAll
 from transforms.tableio.sideinput import combined_side_input
 
 CHUNK_ROWS = 100_000
@@ -130,7 +131,7 @@ class ScoreWholeFrontier(beam.PTransform):
 
     def expand(self, inputs):
         out = (inputs["frontier"]
-               | "GatherFrontier" >> beam.combiners.ToList()
+               | "GatherFrontier" >> GatherAll()
                | "ScoreWhole" >> beam.ParDo(self.fn, beam.pvalue.AsList(inputs["edges"]),
                                             beam.pvalue.AsList(inputs["visited"]))
                .with_outputs("opic", "stats", main="frontier"))

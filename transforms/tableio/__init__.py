@@ -9,5 +9,6 @@
 - `spill`: the spill files a round's large intermediate data waits in (rounds/N/_spill/);
   `pickled`: their element encoding, importable without Beam (a page worker encodes links).
 - `sideinput`: `combined_side_input`, a combined value read as a side input without the
-  default-injection stage `CombineGlobally` would add (Beam plumbing the stages share).
+  default-injection stage `CombineGlobally` would add (Beam plumbing the stages share);
+  `gather`: `GatherAll`, all elements as one list, not held as a side input as `ToList`'s.
 """
