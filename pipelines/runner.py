@@ -17,7 +17,7 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
-from pipelines import construction, dofnpickles, stagedescriptor
+from pipelines import construction, dofnpickles, sideinputbuffers, stagedescriptor
 from transforms.procs import warm_fork_server
 
 DIRECT_RUNNER_NAMES = (None, "DirectRunner", "direct")   # run on the in-process FnApiRunner
@@ -275,6 +275,7 @@ def run_pipeline(builder, argv, helpers=False):
         lean_stage_threads()
         dofnpickles.install()
         stagedescriptor.install()
+        sideinputbuffers.install()
     if "DaskRunner" in str(options.view_as(StandardOptions).runner):
         from pipelines import daskfix
         daskfix.install()   # Beam 2.77's DaskRunner translation bugs (see daskfix)
