@@ -141,8 +141,7 @@ class NearClusters(beam.PTransform):
             new | "NewBandKeys" >> beam.Map(lambda nt: page_band_keys(nt[1], P, (bands, rows))),
             "BandKeySet", sorted_union)
         old = inputs["old"] | "OldPages" >> beam.FlatMap(pages, False, keyset)
-        return ((new, old) | "AllPages" >> beam.Flatten()
-                | "GatherPages" >> GatherAll()
+        return ((new, old) | "AllPages" >> beam.Flatten() | "GatherPages" >> GatherAll()
                 | "Clusters" >> beam.Map(clusters))
 
 
