@@ -9,6 +9,7 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
 from pipelines.report import beam_metrics
 from schemas import tables
+from transforms.tableio import dictionary
 from transforms.tableio import step as write
 
 
@@ -105,4 +106,4 @@ def test_dictionary_columns_are_parquets_own_leaf_paths():
         buf = io.BytesIO()
         pq.write_table(schema.empty_table(), buf)
         paths = [c.path for c in pq.ParquetFile(buf).schema]
-        assert write.dictionary_columns(schema) == [p for p in paths if p.split(".")[0] not in write.NO_DICTIONARY]
+        assert dictionary.dictionary_columns(schema) == [p for p in paths if p.split(".")[0] not in dictionary.NO_DICTIONARY]

@@ -1,7 +1,8 @@
 """Table I/O: crawl tables in and out of a round (Parquet through Beam's FileSystems).
 
 - `files`: plain functions that read row groups and whole views of a table's files.
-- `step`: the Beam side: `ReadTables`, `WriteTable`, `WriteStats`, `RowsToTables`;
+- `step`: the Beam side: `ReadTables`, `WriteTable`, `WriteStats`, `RowsToTables`
+  (`dictionary`: the columns `WriteTable` lets Parquet dictionary-encode);
   `SpillToFiles`/`ReadSpilled` (`Spill`): a PCollection through spill files (--memory_mb).
 - `coder`: `ArrowTableCoder`, which lets `pa.Table` elements cross stage boundaries as Arrow
   IPC (registered on import), and `HostTable`, the type of a (host, table) element.
