@@ -181,30 +181,26 @@ def install():
     if _installed:
         return
     _installed = True
-    from apache_beam.options import pipeline_options
-    from apache_beam.transforms import userstate
-    original = getattr(userstate, "get_dofn_specs", None)
-    if callable(original) and not hasattr(original, "__wrapped__"):
-        # every caller (core, runners.common, worker.operations, userstate itself) looks it
-        # up as userstate.get_dofn_specs at call time
-        userstate.get_dofn_specs = _cached_dofn_specs(original)
-    view_as = pipeline_options.PipelineOptions.__dict__.get("view_as")
-    if callable(view_as) and not hasattr(view_as, "__wrapped__"):
-        pipeline_options.PipelineOptions.view_as = _cached_view_as(view_as)
     from apache_beam import pipeline
-    from apache_beam.transforms import core
-    infer = pipeline.Pipeline.__dict__.get("_infer_result_type")
-    if callable(infer) and not hasattr(infer, "__wrapped__"):
-        pipeline.Pipeline._infer_result_type = _declared_types(
-            infer, (core.GroupByKey, core.Flatten, core.Impulse), pipeline_options.TypeOptions)
+    from apache_beam.options import pipeline_options
+    from apache_beam.transforms import core, userstate
+    options = pipeline_options.PipelineOptions
+    # every caller (core, runners.common, worker.operations, userstate itself) looks it up
+    # as userstate.get_dofn_specs at call time
+    _patch(userstate, "get_dofn_specs", _cached_dofn_specs)
+    _patch(options, "view_as", _cached_view_as)
+    _patch(options, "_visible_option_list", _cached_option_list)
+    _patch(pipeline.Pipeline, "_infer_result_type", _declared_types,
+           (core.GroupByKey, core.Flatten, core.Impulse), pipeline_options.TypeOptions)
     # both are looked up as core.<name> at call time (get_function_arguments, ParDo.__init__,
     # CallableWrapperDoFn, MapTuple, FlatMapTuple)
-    original = getattr(core, "get_function_args_defaults", None)
+    _patch(core, "get_function_args_defaults", _cached_per_function, _own_lists)
+    _patch(core, "_check_fn_use_yield_and_return", _cached_per_code)
+
+
+def _patch(owner, name, make, *args):
+    """`owner.name = make(original, *args)` unless patched already (a patch carries
+    `__wrapped__`) or missing; a class's own attribute only, not an inherited one."""
+    original = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name, None)
     if callable(original) and not hasattr(original, "__wrapped__"):
-        core.get_function_args_defaults = _cached_per_function(original, _own_lists)
-    original = getattr(core, "_check_fn_use_yield_and_return", None)
-    if callable(original) and not hasattr(original, "__wrapped__"):
-        core._check_fn_use_yield_and_return = _cached_per_code(original)
-    original = pipeline_options.PipelineOptions.__dict__.get("_visible_option_list")
-    if callable(original) and not hasattr(original, "__wrapped__"):
-        pipeline_options.PipelineOptions._visible_option_list = _cached_option_list(original)
+        setattr(owner, name, make(original, *args))
