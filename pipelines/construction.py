@@ -26,7 +26,7 @@ All results are pure functions of their key, so memoising them changes no output
     lambdas a new round makes again hit the cache (~1 200 checks over 7 small rounds,
     0.066 s);
   * an options view's option names are those of its namespace, listed again (`dir`,
-    sorted) on every attribute read (~2 100 reads a round, ~12 ms): kept while the
+    sorted) on every attribute read (~2 100 reads a round, ~12 ms, computed): kept while the
     namespace has the same attribute names.
 Declared output types are kept with the type check off. A round runs without Beam's
 construction-time type check (`runner.pipeline_options`), which in Beam 2.77 also drops every
@@ -187,20 +187,21 @@ def install():
     options = pipeline_options.PipelineOptions
     # every caller (core, runners.common, worker.operations, userstate itself) looks it up
     # as userstate.get_dofn_specs at call time
-    _patch(userstate, "get_dofn_specs", _cached_dofn_specs)
-    _patch(options, "view_as", _cached_view_as)
-    _patch(options, "_visible_option_list", _cached_option_list)
-    _patch(pipeline.Pipeline, "_infer_result_type", _declared_types,
+    patch_once(userstate, "get_dofn_specs", _cached_dofn_specs)
+    patch_once(options, "view_as", _cached_view_as)
+    patch_once(options, "_visible_option_list", _cached_option_list)
+    patch_once(pipeline.Pipeline, "_infer_result_type", _declared_types,
            (core.GroupByKey, core.Flatten, core.Impulse), pipeline_options.TypeOptions)
     # both are looked up as core.<name> at call time (get_function_arguments, ParDo.__init__,
     # CallableWrapperDoFn, MapTuple, FlatMapTuple)
-    _patch(core, "get_function_args_defaults", _cached_per_function, _own_lists)
-    _patch(core, "_check_fn_use_yield_and_return", _cached_per_code)
+    patch_once(core, "get_function_args_defaults", _cached_per_function, _own_lists)
+    patch_once(core, "_check_fn_use_yield_and_return", _cached_per_code)
 
 
-def _patch(owner, name, make, *args):
+def patch_once(owner, name, make, *args):
     """`owner.name = make(original, *args)` unless patched already (a patch carries
-    `__wrapped__`) or missing; a class's own attribute only, not an inherited one."""
+    `__wrapped__`) or missing; a class's own attribute only, not an inherited one. (The
+    in-process runner's patches in `stagedescriptor` and `sideinputbuffers` use it too.)"""
     original = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name, None)
     if callable(original) and not hasattr(original, "__wrapped__"):
         setattr(owner, name, make(original, *args))

@@ -6,7 +6,7 @@ windowing), then pickling the whole tuple again with the input's windowing added
 operation to unpickle (twice). The second pickling runs cloudpickle over the DoFn and every
 lambda it holds, by value, for each of a round's ~170 ParDos: the bundle processor's
 pickling took 0.196 / 0.217 s over `bench_fixed_cost`'s seven pipelines, 0.09 s with this
-patch (~17 ms a round).
+patch (~17 ms a round, computed).
 
 Here the bundle processor's `pickler` is wrapped: when `dumps` is handed exactly that tuple
 (the objects the thread's last `loads` returned, their windowing slot filled with a
