@@ -214,16 +214,17 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
         # (the round's link bundles wait for content-seen, and its visited rows for their
         # host's template, in spill files, not in memory)
         spill_dir = crawl.round_dir(round_no) + f"/{spill.DIRNAME}"
+        to_files = lambda name: SpillToFiles(f"{spill_dir}/{name}", sizes["spill_bytes"])  # noqa: E731
         paged = ({"pages": fetched["pages"], "bundles": fetched["sitemaps"], "results": fetched["results"],
                   "planned": fetched["planned"]}
-                 | "ProcessPages" >> ProcessPages(cfg.page, cfg.page_processes, lambda name: SpillToFiles(
-                     f"{spill_dir}/{name}", sizes["spill_bytes"]), inflight_pages=sizes["ready_pages"]))
+                 | "ProcessPages" >> ProcessPages(cfg.page, cfg.page_processes, to_files,
+                                                  inflight_pages=sizes["ready_pages"]))
         links = paged["links"] | "ReadSpilledLinks" >> ReadSpilled()
         # Content-seen: exact and near duplicates against every committed round
-        content = ({"visited": paged["visited"], "links": links, "pages": paged["pages"],
-                    "old": visited_view}
+        content = ({"visited": paged["visited"], "visited_files": paged["visited_files"], "links": links,
+                    "pages": paged["pages"], "old": visited_view}
                    | "ContentSeen" >> ApplyContentSeen(
-                       round_no, cfg.contentseen.expand_duplicates, cfg.contentseen.near_threshold))
+                       round_no, cfg.contentseen.expand_duplicates, cfg.contentseen.near_threshold, to_files))
         result_tables, link_bundles, new_hosts = paged["results"], content["links"], fetched["hosts"]
         filtered_bundles = ((paged["filtered"], fetched["filtered"])
                             | "AllFilteredBundles" >> beam.Flatten())

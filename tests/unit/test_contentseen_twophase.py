@@ -20,7 +20,7 @@ from transforms.contentseen import duplicates as contentseen_duplicates
 from transforms.contentseen import clusters as contentseen_clusters
 from transforms.page import visited as process
 from transforms.tableio import files as readparquet
-from transforms.tableio.step import ReadTables
+from transforms.tableio.step import ReadTables, SpillToFiles
 
 ROUND = 4
 ROW_GROUP = 400
@@ -131,15 +131,19 @@ def _near_tuples(t):
             for r in t.to_pylist()]
 
 
-def run_round(files, new, max_group=None):
-    """The round's content-seen over `files` as the visited view; (dups, near, metrics)."""
+def run_round(files, new, max_group=None, spill_dir=None):
+    """The round's content-seen over `files` as the visited view; (dups, near, metrics). With
+    `spill_dir`, as the round runs it: VISITED tables and near pages through spill files."""
     p = beam.Pipeline(runner=FnApiRunner())
     old = p | "ReadVisited" >> ReadTables(files, tables.VISITED, contentseen_oldside.OLD_COLUMNS, with_positions=True)
     visited = p | "New" >> beam.Create([new.slice(0, 250), new.slice(250)], reshuffle=False)
     if max_group is None:
         empty = lambda label: p | label >> beam.Create([], reshuffle=False)
-        out = ({"visited": visited, "links": empty("Links"), "pages": empty("Pages"), "old": old}
-               | contentseen_step.ApplyContentSeen(ROUND, False, 0.9))
+        inputs = {"visited": visited, "links": empty("Links"), "pages": empty("Pages"), "old": old}
+        to_files = None if spill_dir is None else (lambda name: SpillToFiles(f"{spill_dir}/{name}", 64 * 1024))
+        if to_files is not None:
+            inputs["visited_files"] = visited | "VisitedToFiles" >> to_files("visited_tables")
+        out = inputs | "ContentSeen" >> contentseen_step.ApplyContentSeen(ROUND, False, 0.9, to_files)
         dups = out["visited"] | beam.FlatMap(lambda t: [
             (r["fp"], r["duplicate_of"]) for r in t.select(["fp", "duplicate_of"]).to_pylist()
             if r["duplicate_of"] is not None])
@@ -158,8 +162,8 @@ def counters(result):
             for c in result.metrics().query(MetricsFilter().with_namespace("contentseen"))["counters"]}
 
 
-def _check(files, new, want_dups, want_near, max_group=None):
-    p, dups, near = run_round(files, new, max_group)
+def _check(files, new, want_dups, want_near, max_group=None, spill_dir=None):
+    p, dups, near = run_round(files, new, max_group, spill_dir)
     if dups is not None:
         assert_that(dups, equal_to(want_dups), label="Dups")
     assert_that(near, equal_to(want_near), label="Near")
@@ -178,6 +182,28 @@ def test_two_phases_give_the_one_phase_duplicates_and_near_pairs(crawl):
     assert c.get("old_compat_row_groups", 0) == 0
     # 200 old pages share the soft-404 content: only its first is read wide
     assert c["old_exact_hits"] < 200 + 60 + 3
+
+
+def test_through_spill_files_the_marks_are_made_from_the_files_with_the_same_results(crawl, tmp_path):
+    """As the round runs it (`visited_files`, `to_files`): the same duplicates and pairs; both
+    marking steps read the spill files' paths, not VISITED tables kept in the runner's memory,
+    and only the near pages' spill files are gathered."""
+    want_dups, want_near = expected(crawl["old"], crawl["new"])
+    p, dups, near = run_round(crawl["files"], crawl["new"], spill_dir=str(tmp_path))
+    assert_that(dups, equal_to(want_dups), label="Dups")
+    assert_that(near, equal_to(want_near), label="Near")
+    steps = {t.full_label: t for t in _walk(p.transforms_stack[0])}
+    paths = steps["VisitedToFiles/ToFiles"].outputs[None]
+    for mark in ("MarkDuplicatesAndNear", "NearSource"):
+        assert list(steps[f"ContentSeen/{mark}"].main_inputs.values()) == [paths], mark
+    p.run().wait_until_finish()
+    assert list((tmp_path / "near_pages").glob("*.spill")), "near pages not spilled"
+
+
+def _walk(node):
+    yield node
+    for part in node.parts:
+        yield from _walk(part)
 
 
 def test_a_visited_file_without_lsh_keys_gives_the_same_near_pairs(crawl):

@@ -31,3 +31,5 @@ def test_visited_rows_through_spill_files_give_the_same_visited_tables(tmp_path)
     assert len(in_memory) >= 10
     assert spilled == in_memory
     assert len(glob.glob(str(tmp_path / "spill" / "visited" / "*.spill"))) >= 2   # it did spill
+    # and the VISITED tables again, for content-seen's later stages (`visited_files`)
+    assert glob.glob(str(tmp_path / "spill" / "visited_tables" / "*.spill"))

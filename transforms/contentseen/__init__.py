@@ -81,6 +81,11 @@ ApplyContentSeen input: a dict of PCollections:
                                                        (path, row_group, table) elements of
                                                        columns OLD_COLUMNS (ReadTables(...,
                                                        OLD_COLUMNS, with_positions=True))
+  visited_files (optional) spill file paths holding the same VISITED tables (`ProcessPages`
+           with `to_files`): the round's keys are taken from ``visited`` in the stage that
+           makes it, and both marking steps read the files, so the tables never wait in the
+           runner's memory. ``to_files`` (the round's spill writer) spills NearClusters' page
+           tables too; without either, everything flows as PCollections of tables.
 Output: a dict with the same `visited` (exact duplicates get outcome `duplicate` and
 `duplicate_of`, and empty `lsh_keys`; pages that joined a near-duplicate cluster get
 `near_cluster_fp`/`near_cluster_round`), `links` (bundles of duplicate pages dropped unless

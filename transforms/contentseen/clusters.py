@@ -279,3 +279,8 @@ def near_report(stats: dict, top: int = 20) -> dict:
             "sizes": {k[len("near_cluster_size_"):]: int(v) for k, v in sorted(stats.items())
                       if k.startswith("near_cluster_size_")},
             "hosts": hosts[:top]}
+
+
+def sum_pairs(pairs):
+    """(pages in clusters, pages) of a host summed over the round's tables."""
+    return tuple(map(sum, zip(*pairs))) or (0, 0)

@@ -90,6 +90,25 @@ def exact_duplicates(new: pa.Table, old: pa.Table | None, round_no: int,
         T.column("host").take(hidx), T.column("round").take(hidx)], schema=DUPLICATES)
 
 
+def new_key_rows(table: pa.Table, key: str, round_no: int) -> pa.Table:
+    """This round's rows of `table` with a `key` (not 0/null): fp, url, host, key, round."""
+    t = table.select([c for c in ("fp", "url", "host", key) if c in table.column_names])
+    t = t.filter(pa.array(_col(t, key, 0) != 0))
+    return t.append_column("round", pa.array(np.full(t.num_rows, round_no, np.int32)))
+
+
+def tagged_duplicates(parts, round_no: int, key: str = "content_fp"):
+    """[DUPLICATES table] of one key bucket's ("new" | "old", table) parts ([] if none)."""
+    parts = list(parts)
+    new_t = [t for tag, t in parts if tag == "new"]
+    old_t = [t for tag, t in parts if tag == "old"]
+    if not new_t:
+        return []
+    d = exact_duplicates(pa.concat_tables(new_t, promote_options="default"),
+                         pa.concat_tables(old_t, promote_options="default") if old_t else None, round_no, key)
+    return [d] if d.num_rows else []
+
+
 def suspect_mirrors(duplicates: pa.Table, min_pages: int = 3) -> list[tuple[str, str, int]]:
     """(host, duplicate_of_host, pages) for host pairs with >= min_pages duplicate pages."""
     if duplicates is None or duplicates.num_rows == 0:

@@ -237,7 +237,8 @@ class ProcessPages(beam.PTransform):
     Input: a dict with `pages` (fetch dicts), `bundles` (candidates bundles to filter),
     `results` (result dicts decided before fetching, e.g. out of scope) and optionally
     `planned` (the fetch list's URL count, as `Fetch` gives it). Output: VISITED,
-    RESULTS and PAGES tables, kept links bundles, filtered bundles, counter dicts.
+    RESULTS and PAGES tables, kept links bundles, filtered bundles, counter dicts; with
+    `to_files`, `visited_files`: paths of spill files holding the VISITED tables (else None).
     """
 
     def __init__(self, config, processes=0, to_files=None, inflight_pages=64):
@@ -288,6 +289,10 @@ class ProcessPages(beam.PTransform):
                    | "ResultTables" >> RowsToTables(tables.RESULTS))
         return {
             "visited": visited,
+            # the same tables in spill files, for consumers in later stages (content-seen reads
+            # them twice): none of the round's VISITED tables then waits in the runner's memory
+            "visited_files": (None if self.to_files is None
+                              else visited | "VisitedTablesToFiles" >> self.to_files("visited_tables")),
             "results": results,
             "pages": processed.pages | "PageTables" >> RowsToTables(tables.PAGES, 500),
             "archive": processed.archive,
