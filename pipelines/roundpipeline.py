@@ -206,14 +206,15 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
         # Generate: the top max_pages due URLs by score, at most max_per_host per host
         fetch_list = frontier | "Generate" >> Generate(cfg.now, gen.max_pages, gen.max_per_host,
                                                        gen.max_depth, revisits.rows if revisits is not None else None)
-        # Fetch: one element per host, each host sequentially with its delay
+        # Fetch: one element per host, each host sequentially with its delay (the hosts' URL
+        # tables wait for their fetch in table files under the spill directory)
+        spill_dir = crawl.round_dir(round_no) + f"/{spill.DIRNAME}"
         fetched = {"fetch_list": fetch_list, "hosts": hosts} | "Fetch" >> Fetch(
             cfg.fetch, cfg.fetch_threads, cfg.sitemaps, cfg.scope, cfg.progress_seconds,
-            sizes["ready_pages"], cfg.fetch_processes)
+            sizes["ready_pages"], cfg.fetch_processes, (f"{spill_dir}/fetch_list", sizes["spill_bytes"]))
         # Page: each fetched page's fate (visited row, links, filtered, stored body)
         # (the round's link bundles wait for content-seen, and its visited rows for their
         # host's template, in spill files, not in memory)
-        spill_dir = crawl.round_dir(round_no) + f"/{spill.DIRNAME}"
         to_files = lambda name: SpillToFiles(f"{spill_dir}/{name}", sizes["spill_bytes"])  # noqa: E731
         paged = ({"pages": fetched["pages"], "bundles": fetched["sitemaps"], "results": fetched["results"],
                   "planned": fetched["planned"]}

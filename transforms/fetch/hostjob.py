@@ -56,7 +56,10 @@ def as_rows(rows):
     """A host's fetch-list rows as dicts of the columns a fetch uses (FETCH_COLUMNS). A job
     carries them as the Arrow table they came in (~0.3 KB a row) until its host is fetched:
     as dicts of every frontier column (~1.5 KB a row, anchors and history lists included) a
-    round's whole fetch list was held in the round's process and again in the fetch process."""
+    round's whole fetch list was held in the round's process and again in the fetch process.
+    Rows still in their table file (`tableio.tablefiles.Stored`) are read from it now."""
+    if hasattr(rows, "load"):
+        rows = rows.load()
     if not hasattr(rows, "to_pylist"):
         return rows
     # column by column, zipped: 66 us for a 30-row table where Table.select().to_pylist()

@@ -38,6 +38,7 @@ from transforms.tableio.sideinput import side_input_of
 from transforms.tableio.join import JoinTables
 from transforms.tableio.coder import HostTable
 from transforms.tableio.step import RowsToTables
+from transforms.tableio.tablefiles import KeyedTablesToFiles, Stored, TableFiles, TableRef
 
 
 def _global(value):
@@ -80,6 +81,9 @@ class FetchHosts(beam.DoFn):
 
     def start_bundle(self):
         self._jobs = []
+        if getattr(self, "_tables", None) is not None:   # a failed bundle's
+            self._tables.close()
+        self._tables = TableFiles()   # the fetch list's table files, if it comes as TableRefs
         self._ready = queue.Queue(self.max_ready)
         self._abandoned = False
         self._started = None
@@ -134,11 +138,16 @@ class FetchHosts(beam.DoFn):
 
     def process(self, element, planned=0):
         host, joined = element
-        urls = [t for t in joined.get("urls", []) if t.num_rows]
+        urls = [t for t in joined.get("urls", []) if len(t)]
         if not urls:
             return ()
-        # the rows stay a table until the host is fetched (hostjob.as_rows)
-        rows = pa.concat_tables(urls, promote_options="default") if len(urls) > 1 else urls[0]
+        # the rows stay a table (or in their table file: `Stored`) until the host is fetched
+        # (hostjob.as_rows)
+        if len(urls) > 1:
+            rows = pa.concat_tables([self._tables.read(t) if isinstance(t, TableRef) else t for t in urls],
+                                    promote_options="default")
+        else:
+            rows = Stored(urls[0], self._tables) if isinstance(urls[0], TableRef) else urls[0]
         if self._started is None:
             self._started = time.perf_counter()
             self._start_progress(planned)
@@ -172,6 +181,7 @@ class FetchHosts(beam.DoFn):
         if self._reporter is not None:
             self._reporter.stop()
             self._reporter = None
+        self._tables.close()
         if self._started is not None:  # wall time this bundle spent fetching (for the time split)
             yield beam.pvalue.TaggedOutput("stats", WindowedValue(
                 {"seconds_fetch": time.perf_counter() - self._started}, MIN_TIMESTAMP, [GlobalWindow()]))
@@ -221,6 +231,8 @@ class FetchHosts(beam.DoFn):
         renderer = getattr(self, "_renderer", None)
         if renderer is not None:
             renderer.close()
+        if getattr(self, "_tables", None) is not None:
+            self._tables.close()
 
 def _host_rows(batch, selected):
     hosts = set(selected)
@@ -269,7 +281,9 @@ class Fetch(beam.PTransform):
     """The fetch step of a round: fetch list + hosts table -> fetched pages and host state.
 
     Input: a dict with `fetch_list` ((host, Arrow table of its URLs), one element per host)
-    and `hosts` (the HOSTS table as Arrow batches). Output: a dict of PCollections:
+    and `hosts` (the HOSTS table as Arrow batches); with `list_files` (directory, bytes a file)
+    the tables wait for their host's fetch in table files (`tableio.tablefiles`), not in the
+    runner's memory. Output: a dict of PCollections:
       pages     one dict per fetched URL (its frontier columns and the fetch result)
       hosts     the new HOSTS tables (fetched hosts updated, the others as they were)
       sitemaps  candidates bundles of sitemaps robots.txt lists for the first time
@@ -280,11 +294,12 @@ class Fetch(beam.PTransform):
     """
 
     def __init__(self, fetch_config, threads, use_sitemaps, url_filter, progress_seconds=0.0,
-                 max_ready=256, processes=0):
+                 max_ready=256, processes=0, list_files=None):
         super().__init__()
         self.fetch_hosts = FetchHosts(fetch_config, threads, use_sitemaps, progress_seconds, max_ready,
                                       processes)
         self.url_filter = url_filter
+        self.list_files = list_files   # (directory, bytes a file): the fetch list in table files
 
     def expand(self, inputs):
         fetch_list, hosts = inputs["fetch_list"], inputs["hosts"]
@@ -300,9 +315,13 @@ class Fetch(beam.PTransform):
         planned_urls = (fetch_list | "PlannedUrls" >> beam.Map(lambda kv: kv[1].num_rows)
                         | "CountPlanned" >> beam.CombineGlobally(sum).without_defaults())
         planned = side_input_of(planned_urls, sum)
+        if self.list_files is not None:   # only refs to the hosts' tables wait for the fetch
+            urls, table_tags = fetch_list | "FetchListToFiles" >> KeyedTablesToFiles(*self.list_files), []
+        else:
+            urls, table_tags = fetch_list, ["urls"]
         pages, fetched_hosts, sitemap_files, fetch_stats = (
-            {"urls": fetch_list, "state": host_state}
-            | "JoinHostState" >> JoinTables(table_tags=["urls"])
+            {"urls": urls, "state": host_state}
+            | "JoinHostState" >> JoinTables(table_tags=table_tags)
             | "Fetch" >> beam.ParDo(self.fetch_hosts, planned=planned)
             .with_outputs("hosts", "sitemaps", "stats", main="pages"))
         return {

@@ -8,7 +8,9 @@
   IPC (registered on import), and `HostTable`, the type of a (host, table) element.
 - `join`: `JoinTables`, a CoGroupByKey whose table inputs are typed (so coded as above).
 - `spill`: the spill files a round's large intermediate data waits in (rounds/N/_spill/);
-  `pickled`: their element encoding, importable without Beam (a page worker encodes links).
+  `pickled`: their element encoding, importable without Beam (a page worker encodes links);
+  `tablefiles`: keyed tables in Arrow IPC files there, passed on as refs and read back one
+  table at a time in any order (the fetch list until its hosts are fetched).
 - `sideinput`: `combined_side_input`, a combined value read as a side input without the
   default-injection stage `CombineGlobally` would add (Beam plumbing the stages share);
   `gather`: `GatherAll`, all elements as one list, not held as a side input as `ToList`'s.
