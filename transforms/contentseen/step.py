@@ -93,7 +93,7 @@ class NearClusters(beam.PTransform):
     The round's signed pages and the old pages sharing one of their band keys are gathered
     as PAGES tables (`nearpass`: a signature once per page) and compared in one pass;
     `buckets` is no longer used (no band rows are shuffled). With `to_files` (name -> elements
-    to spill file paths) only the page tables' paths are gathered (~60 MB less at 16 000 pages)."""
+    to spill file paths) only the page tables' paths are gathered (stage peak 401 -> 378 MB at 16k)."""
 
     def __init__(self, threshold: float = THRESHOLD, num_perm: int = NUM_PERM, buckets: int = 16,
                  cap: int = NEAR_CAP, params: tuple[int, int] | None = LSH_PARAMS,
@@ -106,7 +106,7 @@ class NearClusters(beam.PTransform):
 
     def expand(self, inputs):
         bands, rows, P, thr, cap = self.bands, self.rows, self.num_perm, self.threshold, self.cap
-        compared = Metrics.distribution("contentseen", "near_group_compared")
+        compared, spilled = Metrics.distribution("contentseen", "near_group_compared"), self.to_files is not None
 
         def pages(t, is_new, ks=None):
             if ks is not None and len(ks) == 0:
@@ -128,7 +128,6 @@ class NearClusters(beam.PTransform):
             new | "NewBandKeys" >> beam.Map(lambda nt: page_band_keys(nt[1], P, (bands, rows))),
             "BandKeySet", sorted_union)
         old = inputs["old"] | "OldPages" >> beam.FlatMap(pages, False, keyset)
-        spilled = self.to_files is not None
         if spilled:
             new, old = (new | "NewPagesToFiles" >> self.to_files("near_pages"),
                         old | "OldPagesToFiles" >> self.to_files("near_pages"))
