@@ -14,11 +14,13 @@ $(STAMP): setup.py requirements.txt requirements-dev.txt
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
+# two test processes (pytest-xdist), each test file whole in one of them (module fixtures
+# are made once): the end-to-end crawls mostly wait on their politeness delays
 test: venv
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 test-fast: venv
-	$(PY) -m pytest -q -m "not slow and not bench and not long"
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow and not bench and not long"
 
 test-long: venv
 	$(PY) -m pytest -q -m long

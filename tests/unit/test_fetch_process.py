@@ -378,7 +378,11 @@ def test_when_a_child_of_a_fleet_dies_the_others_take_its_jobs_and_nothing_is_lo
         jobs, fleet = _started_fleet(srv, [f"k{i}.test" for i in range(8)], 0.02, engine)
         victim = fleet.children[0]
         _, leftovers = _fetch_killing(fleet.fetch(jobs), jobs, 3, victim._proc.kill)
-        assert len(leftovers) < sum(len(rows) for _, rows, _ in jobs) // 2   # the other child went on
+        # the other child went on: some hosts were fetched to their end (killed at the 3rd
+        # page, the victim finished none of its 20-URL hosts). How many hosts the victim had
+        # taken depends on scheduling (it may hold half of them: 80 leftovers was seen under load)
+        hosts_left = {p["url"].split("/")[2] for p in leftovers}
+        assert leftovers and len(hosts_left) < len(jobs), (len(leftovers), sorted(hosts_left))
         assert victim.broken and fleet.ready() and fleet.broken
         fleet.close()
 
