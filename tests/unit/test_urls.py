@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from transforms.urls.scope import DEFAULT_DENY_EXTENSIONS, REASONS, UrlFilter
-from transforms.urls.canonical import classify, fingerprint, fingerprints, host_key, normalize, resolve, resolve_many
+from transforms.urls.canonical import (classify, fingerprint, fingerprints, host_key, host_keys, normalize, resolve,
+                                      resolve_many)
 
 DATA = Path(__file__).parent / "data" / "urls"
 
@@ -285,6 +286,28 @@ _hosts = st.sampled_from(["example.com", "EXAMPLE.com", "bücher.de", "127.0.0.1
                           "0x7f.1", "h.com.", ""])
 _schemes = st.sampled_from(["http://", "https://", "HTTP://", "ftp://", "javascript:", "", "//", "http:"])
 _urls = st.builds(lambda s, h, p: s + h + p, _schemes, _hosts, _pathish)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_urls, _urls.map(normalize).filter(bool), st.text(max_size=40)), max_size=12))
+def test_host_keys_of_an_array_equal_host_key_of_each(urls):
+    """The array path (Arrow's regex kernels, the rest one by one) gives host_key's answer for
+    canonical URLs and for anything else (upper case, userinfo, default ports, no slash)."""
+    import pyarrow as pa
+    urls = [u for u in urls if not any(0xD800 <= ord(c) <= 0xDFFF for c in u)]   # not UTF-8: no Arrow string
+    want = [host_key(u) for u in urls]
+    assert host_keys(urls).to_pylist() == want
+    assert host_keys(pa.chunked_array([pa.array(urls, pa.string())])).to_pylist() == want
+
+
+def test_host_keys_cases():
+    urls = ["http://example.com/a", "https://example.com:8443/a", "http://[::1]:8080/", "http://127.0.0.1/",
+            "HTTP://User@EXAMPLE.com:80/x", "https://example.com:443/", "http://h.com:80/", "mailto:x@y",
+            "http://a.com?x/y", "http://a.com", "http:///x"]
+    assert host_keys(urls).to_pylist() == [host_key(u) for u in urls] == [
+        "example.com", "example.com:8443", "[::1]:8080", "127.0.0.1", "example.com", "example.com",
+        "h.com", "", "a.com", "a.com", host_key("http:///x")]
+    assert host_keys([]).to_pylist() == []
 
 
 @settings(max_examples=800, deadline=None)

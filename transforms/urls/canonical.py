@@ -34,12 +34,14 @@ from hashlib import blake2b
 from typing import Iterable, Sequence
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from ada_url._ada_wrapper import ffi as _ffi
 from ada_url._ada_wrapper import lib as _lib
 
 __all__ = [
     "normalize", "resolve", "resolve_many", "classify", "classify_many", "encode_query",
-    "fingerprint", "fingerprints", "host_key", "idna_ascii",
+    "fingerprint", "fingerprints", "host_key", "host_keys", "idna_ascii",
 ]
 
 # --------------------------------------------------------------------------------------
@@ -297,8 +299,41 @@ def fingerprints(urls: Sequence[str]) -> np.ndarray:
 _DEFAULT_PORT_SUFFIX = {7: ":80", 8: ":443"}
 # What a canonical authority looks like (lower-case domain/IPv4 or IPv6 literal, optional
 # port without leading zeros); anything else goes through normalize().
-_CANON_AUTHORITY = re.compile(
-    r"(?:[a-z0-9\-._~!$&'()*+,;=]+|\[[0-9a-f:.]+\])(?::[1-9][0-9]{0,4})?").fullmatch
+_CANON_AUTHORITY_PATTERN = r"(?:[a-z0-9\-._~!$&'()*+,;=]+|\[[0-9a-f:.]+\])(?::[1-9][0-9]{0,4})?"
+_CANON_AUTHORITY = re.compile(_CANON_AUTHORITY_PATTERN).fullmatch
+
+
+# host_key's fast path for a whole array, in RE2 (Arrow's regex engine): scheme and the
+# authority up to the first '/', then the same canonical-authority test
+_SCHEME_AUTHORITY = r"^(?P<scheme>https?)://(?P<authority>[^/]+)/"
+_CANON_AUTHORITY_RE2 = f"^(?:{_CANON_AUTHORITY_PATTERN})$"
+
+
+def host_keys(urls) -> pa.Array:
+    """`host_key` of each URL (a list of str or an Arrow string array) as an Arrow string
+    array. Canonical authorities (nearly every link of a crawl) are cut out by Arrow's C++
+    regex kernels over the whole array; only the others go through `host_key` one by one
+    (a round's links: ~0.16 s of ~0.46 s building a 13 000-link candidate table was this
+    per-link Python call)."""
+    arr = urls if isinstance(urls, (pa.Array, pa.ChunkedArray)) else pa.array(urls, pa.string())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if len(arr) == 0:
+        return pa.array([], pa.string())
+    parts = pc.extract_regex(arr, _SCHEME_AUTHORITY)
+    scheme, authority = parts.field("scheme"), parts.field("authority")
+    default_port = pc.or_kleene(
+        pc.and_kleene(pc.equal(scheme, "http"), pc.ends_with(authority, ":80")),
+        pc.and_kleene(pc.equal(scheme, "https"), pc.ends_with(authority, ":443")))
+    fast = pc.and_kleene(pc.match_substring_regex(authority, _CANON_AUTHORITY_RE2), pc.invert(default_port))
+    fast = pc.fill_null(fast, False)
+    if pc.all(fast).as_py():
+        return authority
+    slow = np.flatnonzero(~fast.to_numpy(zero_copy_only=False))
+    keys = authority.to_pylist()
+    for i, url in zip(slow.tolist(), arr.take(pa.array(slow)).to_pylist()):
+        keys[i] = host_key(url)
+    return pa.array(keys, pa.string())
 
 
 def host_key(canonical_url: str) -> str:

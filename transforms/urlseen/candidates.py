@@ -7,6 +7,7 @@ is columnar (fingerprints, host keys) and Beam sees one element per batch.
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from schemas import tables
 from schemas.tables import CANDIDATES, FILTERED_CANDIDATES
@@ -15,48 +16,56 @@ from transforms.urls import request
 
 
 def candidates_and_edges(bundles, round_no):
-    """(CANDIDATES table, LINKS table) for a batch of page link bundles."""
-    dst, anchor, src, src_fp, depth, source, redirects, lastmod = [], [], [], [], [], [], [], []
-    topic_score, inherited, depth_left = [], [], []   # vertical crawling (page/focus.py)
-    method, body = [], []   # deep web: POST submissions (a bundle's `method`, one body per URL)
-    for b in bundles:
-        n = len(b["dst"])
-        dst.extend(b["dst"])
-        anchor.extend(b.get("anchor") or [""] * n)
-        src.extend([b.get("src")] * n)
-        src_fp.append(np.full(n, b.get("src_fp") or 0, dtype=np.int64))
-        depth.append(np.full(n, b.get("depth") or 0, dtype=np.int32))
-        source.extend([b.get("source") or tables.SOURCE_LINK] * n)
-        redirects.append(np.full(n, b.get("redirects") or 0, dtype=np.int32))
-        lm = b.get("lastmod")
-        lastmod.extend(lm if lm is not None else [None] * n)
-        ts = b.get("topic_score")
-        topic_score.extend(ts if ts is not None else [None] * n)
-        inherited.extend([b.get("topic_inherited")] * n)
-        depth_left.extend([b.get("depth_left")] * n)
-        method.extend([b.get("method")] * n)
-        rb = b.get("request_body")
-        body.extend(rb if rb is not None else [None] * n)
-    if not dst:
+    """(CANDIDATES table, LINKS table) for a batch of page link bundles.
+
+    A bundle's one-per-page values (source page, depth, source, ...) are repeated to its
+    links by one `take` per column; only the per-link lists are joined in Python."""
+    bundles = [b for b in bundles if len(b["dst"])]
+    if not bundles:
         return CANDIDATES.empty_table(), tables.LINKS.empty_table()
+    counts = np.fromiter((len(b["dst"]) for b in bundles), dtype=np.int64, count=len(bundles))
+    owner = pa.array(np.repeat(np.arange(len(bundles), dtype=np.int64), counts))   # each link's bundle
+
+    def per_bundle(key, arrow_type, default=None):   # (a falsy value takes `default` if one is given)
+        values = [b.get(key) for b in bundles] if default is None else [b.get(key) or default for b in bundles]
+        return pa.array(values, arrow_type).take(owner)
+
+    def per_link(key, fill):
+        values = []
+        for b, n in zip(bundles, counts.tolist()):
+            v = b.get(key)
+            values.extend(v if v is not None else [fill] * n)
+        return values
+
+    dst = [u for b in bundles for u in b["dst"]]
+    anchor = []
+    for b, n in zip(bundles, counts.tolist()):
+        anchor.extend(b.get("anchor") or [""] * n)
+    method = per_bundle("method", pa.string())   # deep web: POST submissions (one body per URL)
+    body = (per_link("request_body", None) if any(b.get("request_body") is not None for b in bundles)
+            else [None] * len(dst))
     dst_fp = urls_mod.fingerprints(dst)
-    posts = [i for i, m in enumerate(method) if m]
-    if posts:   # a POST's fingerprint is its request's: method, URL and body (urls/request.py)
+    if any(b.get("method") for b in bundles):   # a POST's fingerprint is its request's: method, URL and body
+        methods = method.to_pylist()
+        posts = [i for i, m in enumerate(methods) if m]
         dst_fp = dst_fp.copy()
-        dst_fp[posts] = request.request_fingerprints([dst[i] for i in posts], [method[i] for i in posts],
+        dst_fp[posts] = request.request_fingerprints([dst[i] for i in posts], [methods[i] for i in posts],
                                                      [body[i] for i in posts])
-    src_fp = np.concatenate(src_fp)
-    hosts = [urls_mod.host_key(u) for u in dst]
+    dst = pa.array(dst, pa.string())
+    src_fp = pa.array(np.repeat(np.fromiter((b.get("src_fp") or 0 for b in bundles), dtype=np.int64,
+                                            count=len(bundles)), counts))
+    source = per_bundle("source", pa.string(), tables.SOURCE_LINK)
     cand = pa.Table.from_arrays([
-        pa.array(dst_fp, pa.int64()), pa.array(dst, pa.string()), pa.array(hosts, pa.string()),
-        pa.array(np.concatenate(depth), pa.int32()), pa.array(src_fp, pa.int64()),
-        pa.array(src, pa.string()), pa.array(anchor, pa.string()), pa.array(source, pa.string()),
-        pa.array(np.concatenate(redirects), pa.int32()), pa.array(lastmod, pa.float64()),
-        pa.array(topic_score, pa.float64()), pa.array(inherited, pa.float64()),
-        pa.array(depth_left, pa.int32()), pa.array(method, pa.string()), pa.array(body, pa.string()),
+        pa.array(dst_fp, pa.int64()), dst, urls_mod.host_keys(dst),
+        per_bundle("depth", pa.int32(), 0), src_fp,
+        per_bundle("src", pa.string()), pa.array(anchor, pa.string()), source,
+        per_bundle("redirects", pa.int32(), 0), pa.array(per_link("lastmod", None), pa.float64()),
+        pa.array(per_link("topic_score", None), pa.float64()), per_bundle("topic_inherited", pa.float64()),
+        per_bundle("depth_left", pa.int32()), method, pa.array(body, pa.string()),
     ], schema=CANDIDATES)
-    is_edge = np.array([s in (tables.SOURCE_LINK, tables.SOURCE_REDIRECT) for s in source]) & (src_fp != 0)
-    e = cand.filter(pa.array(is_edge))
+    is_edge = pc.and_(pc.is_in(source, pa.array([tables.SOURCE_LINK, tables.SOURCE_REDIRECT])),
+                      pc.not_equal(src_fp, 0))
+    e = cand.filter(is_edge)
     edges = pa.Table.from_arrays([
         e.column("src_fp"), e.column("dst_fp"), e.column("src"), e.column("dst"),
         e.column("anchor"), pa.array(np.full(e.num_rows, round_no, dtype=np.int32)),
