@@ -23,8 +23,8 @@ def candidates_and_edges(bundles, round_no):
     bundles = [b for b in bundles if len(b["dst"])]
     if not bundles:
         return CANDIDATES.empty_table(), tables.LINKS.empty_table()
-    counts = np.fromiter((len(b["dst"]) for b in bundles), dtype=np.int64, count=len(bundles))
-    owner = pa.array(np.repeat(np.arange(len(bundles), dtype=np.int64), counts))   # each link's bundle
+    sizes = [len(b["dst"]) for b in bundles]
+    owner = pa.array(np.repeat(np.arange(len(bundles), dtype=np.int64), sizes))   # each link's bundle
 
     def per_bundle(key, arrow_type, default=None):   # (a falsy value takes `default` if one is given)
         values = [b.get(key) for b in bundles] if default is None else [b.get(key) or default for b in bundles]
@@ -32,14 +32,14 @@ def candidates_and_edges(bundles, round_no):
 
     def per_link(key, fill):
         values = []
-        for b, n in zip(bundles, counts.tolist()):
+        for b, n in zip(bundles, sizes):
             v = b.get(key)
             values.extend(v if v is not None else [fill] * n)
         return values
 
     dst = [u for b in bundles for u in b["dst"]]
     anchor = []
-    for b, n in zip(bundles, counts.tolist()):
+    for b, n in zip(bundles, sizes):
         anchor.extend(b.get("anchor") or [""] * n)
     method = per_bundle("method", pa.string())   # deep web: POST submissions (one body per URL)
     body = (per_link("request_body", None) if any(b.get("request_body") is not None for b in bundles)
@@ -52,8 +52,7 @@ def candidates_and_edges(bundles, round_no):
         dst_fp[posts] = request.request_fingerprints([dst[i] for i in posts], [methods[i] for i in posts],
                                                      [body[i] for i in posts])
     dst = pa.array(dst, pa.string())
-    src_fp = pa.array(np.repeat(np.fromiter((b.get("src_fp") or 0 for b in bundles), dtype=np.int64,
-                                            count=len(bundles)), counts))
+    src_fp = per_bundle("src_fp", pa.int64(), 0)
     source = per_bundle("source", pa.string(), tables.SOURCE_LINK)
     cand = pa.Table.from_arrays([
         pa.array(dst_fp, pa.int64()), dst, urls_mod.host_keys(dst),
