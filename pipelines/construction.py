@@ -28,6 +28,11 @@ All results are pure functions of their key, so memoising them changes no output
   * an options view's option names are those of its namespace, listed again (`dir`,
     sorted) on every attribute read (~2 100 reads a round, ~12 ms, computed): kept while the
     namespace has the same attribute names.
+Beam asks `is_in_ipython()` when the first transform is applied, which imports IPython
+(when installed, as with the notebook tools of requirements-dev) just to learn that no
+IPython shell runs: 0.20 s and ~4 MB of every process that builds a pipeline (a
+`pipelines.round` run: once per round). A process that has not imported IPython is not in
+an IPython shell, so the probe is asked only once IPython is imported.
 Declared output types are kept with the type check off. A round runs without Beam's
 construction-time type check (`runner.pipeline_options`), which in Beam 2.77 also drops every
 element type, declared ones included: each `with_output_types(pa.Table)` then fell back to
@@ -44,6 +49,7 @@ coders, which the proto carries to any runner (nothing else on Flink/Dataflow wo
 depends on the patches). It is idempotent, and does nothing if Beam's internals no longer
 look as expected.
 """
+import sys
 import types
 import weakref
 
@@ -174,9 +180,17 @@ def _declared_types(original, cheap_kinds, type_options):
     return infer
 
 
+def _ipython_only_if_imported(original):
+    def is_in_ipython():
+        return "IPython" in sys.modules and original()
+    is_in_ipython.__wrapped__ = original
+    return is_in_ipython
+
+
 def install():
     """Memoise userstate.get_dofn_specs, PipelineOptions.view_as and _visible_option_list,
-    and core's two per-function helpers, and keep declared output types (once per process)."""
+    and core's two per-function helpers, keep declared output types, and skip the IPython
+    probe outside IPython (once per process)."""
     global _installed
     if _installed:
         return
@@ -184,6 +198,7 @@ def install():
     from apache_beam import pipeline
     from apache_beam.options import pipeline_options
     from apache_beam.transforms import core, userstate
+    from apache_beam.utils import interactive_utils
     options = pipeline_options.PipelineOptions
     # every caller (core, runners.common, worker.operations, userstate itself) looks it up
     # as userstate.get_dofn_specs at call time
@@ -196,6 +211,9 @@ def install():
     # CallableWrapperDoFn, MapTuple, FlatMapTuple)
     patch_once(core, "get_function_args_defaults", _cached_per_function, _own_lists)
     patch_once(core, "_check_fn_use_yield_and_return", _cached_per_code)
+    # pipeline.py calls its own imported name; alter_label_if_ipython the module's
+    patch_once(interactive_utils, "is_in_ipython", _ipython_only_if_imported)
+    patch_once(pipeline, "is_in_ipython", _ipython_only_if_imported)
 
 
 def patch_once(owner, name, make, *args):

@@ -1,7 +1,12 @@
 """pipelines.construction memoises two Beam helpers; the results must be what Beam computes."""
 import functools
+import subprocess
+import sys
+import types
+from pathlib import Path
 
 import apache_beam as beam
+import pytest
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TypeOptions
 from apache_beam.transforms import userstate
 from apache_beam.transforms.userstate import BagStateSpec, TimerSpec, on_timer
@@ -161,3 +166,29 @@ def test_option_names_are_listed_again_when_the_namespace_changes():
     assert listed(view) == listed(view) == ["a", "b"] and len(calls) == 1   # kept
     other = pytypes.SimpleNamespace(_visible_options=argparse.Namespace(a=1, b=2))   # equal, not same
     assert listed(other) == ["a", "b"] and len(calls) == 2
+
+
+def test_building_a_pipeline_does_not_import_ipython():
+    pytest.importorskip("IPython")   # (else nothing could import it)
+    # a fresh interpreter: this test process may have imported IPython already
+    code = ("import sys, apache_beam as beam\n"
+            "from pipelines import construction\n"
+            "construction.install()\n"
+            "p = beam.Pipeline()\n"
+            "_ = p | beam.Create([1]) | 'Twice' >> beam.Map(lambda x: 2 * x)\n"
+            "print('IPython' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.split()[-1] == "False"
+
+
+def test_an_ipython_shell_is_still_recognised(monkeypatch):
+    from apache_beam import pipeline
+    from apache_beam.utils import interactive_utils
+    construction.install()
+    shell = types.ModuleType("IPython")
+    shell.get_ipython = lambda: object()   # a running shell
+    monkeypatch.setitem(sys.modules, "IPython", shell)
+    assert interactive_utils.is_in_ipython() and pipeline.is_in_ipython()
+    shell.get_ipython = lambda: None       # IPython imported, no shell
+    assert not interactive_utils.is_in_ipython() and not pipeline.is_in_ipython()
