@@ -298,3 +298,19 @@ def test_mirror_and_stats_transforms_count_a_round():
             "near_clusters": 2, "near_cluster_largest": 3, "near_cluster_size_2": 1,
             "near_cluster_size_3_9": 1, "near_host_pages:h": 2, "near_host_visited:h": 3,
             "near_host_pages:g": 1, "near_host_visited:g": 1}]), label="Stats")
+
+
+def test_band_keys_of_a_batch_are_each_page_s_own_across_chunks(monkeypatch):
+    """band_keys hashes pages a chunk at a time: every page's keys are those it has alone."""
+    monkeypatch.setattr(contentseen_fingerprints, "_KEY_ROWS", 7)
+    rng = np.random.default_rng(5)
+    sigs = rng.integers(0, 2**32, size=(23, 128), dtype=np.uint32)
+    sigs[15] = sigs[3]                               # equal signatures, equal keys
+    sigs[16, :8] = sigs[4, :8]                       # an equal first band only
+    keys = contentseen_fingerprints.band_keys(sigs, 16, 8)
+    alone = np.vstack([contentseen_fingerprints.band_keys(sigs[i:i + 1], 16, 8) for i in range(len(sigs))])
+    assert keys.dtype == np.int64 and keys.shape == (23, 16)
+    assert np.array_equal(keys, alone)
+    assert np.array_equal(keys[15], keys[3])
+    assert keys[16, 0] == keys[4, 0] and not np.any(keys[16, 1:] == keys[4, 1:])
+    assert contentseen_fingerprints.band_keys(sigs[:0], 16, 8).shape == (0, 16)
