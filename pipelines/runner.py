@@ -17,7 +17,7 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
-from pipelines import construction, dofnpickles, groupingbuffers, sideinputbuffers, stagedescriptor
+from pipelines import construction, dofnpickles, stageinputs, sideinputbuffers, stagedescriptor
 from transforms.procs import warm_fork_server
 
 DIRECT_RUNNER_NAMES = (None, "DirectRunner", "direct")   # run on the in-process FnApiRunner
@@ -276,7 +276,7 @@ def run_pipeline(builder, argv, helpers=False):
         dofnpickles.install()
         stagedescriptor.install()
         sideinputbuffers.install()
-        groupingbuffers.install()
+        stageinputs.install()
     if "DaskRunner" in str(options.view_as(StandardOptions).runner):
         from pipelines import daskfix
         daskfix.install()   # Beam 2.77's DaskRunner translation bugs (see daskfix)
