@@ -146,3 +146,17 @@ def test_near_clusters_step_gives_the_band_row_clusters(round_case):
         def check(tables):
             assert len(tables) == 1 and tables[0].equals(want), tables
         assert_that(got, check)
+
+
+def test_near_edges_takes_its_tables_over(round_case):
+    """The lists handed in are emptied (their tables freed for the comparisons), and the
+    edges are those of tables split into several chunks (signatures copied out of them)."""
+    new_t, old_t = round_case
+    nt = nearpass.page_table(new_t, P, (BANDS, ROWS))
+    ot = nearpass.page_table(old_t, P, (BANDS, ROWS))
+    whole, _ = nearpass.near_edges([nt], [ot], BANDS, ROWS, P, 0.8)
+    half = nt.num_rows // 2
+    new_parts, old_parts = [nt.slice(0, half), nt.slice(half)], [ot]
+    split, _ = nearpass.near_edges(new_parts, old_parts, BANDS, ROWS, P, 0.8)
+    assert new_parts == [] and old_parts == []
+    assert whole.num_rows and split.equals(whole)

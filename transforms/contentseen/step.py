@@ -116,10 +116,11 @@ class NearClusters(beam.PTransform):
                 yield is_new, out
 
         def clusters(parts):
-            if spilled:
+            if spilled:   # (the only references to the tables: near_edges frees them as it goes)
                 parts = [part for path in parts for part in spill.read_spill(path)]
-            edges, widest = near_edges([t for n, t in parts if n], [t for n, t in parts if not n],
-                                       bands, rows, P, thr, cap)
+            new_pages, old_pages = [t for n, t in parts if n], [t for n, t in parts if not n]
+            del parts
+            edges, widest = near_edges(new_pages, old_pages, bands, rows, P, thr, cap)
             compared.update(widest)
             return resolve_clusters(edges)
 
