@@ -127,6 +127,9 @@ def main(argv=None):
                 print(f"{k} run {i + 1}: wall {wall:.1f} s, {fetched} fetched, {fetched / wall:.1f} pages/s, "
                       f"CPU {cpu:.1f} s ({cpu / max(1, fetched) * 1000:.2f} ms/page, {cpu / wall:.2f} cores), "
                       f"peak RSS of one process {rss:.0f} MB", flush=True)
+    if not a.pairs:   # only the base crawl (for benchmarks.round_memory)
+        print(f"base crawl kept in {base}")
+        return
     ratio = [rb[0] / ra[0] for ra, rb in zip(runs["A"], runs["B"])]
     cpu_ratio = [ra[1] / rb[1] for ra, rb in zip(runs["A"], runs["B"])]
     print(json.dumps({"pages_per_s_A_over_B_median": round(statistics.median(ratio), 3),

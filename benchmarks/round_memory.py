@@ -5,6 +5,11 @@ and with `--cpu` the cores each process used, second by second (both cores busy?
     .venv/bin/python -m benchmarks.round_memory --work /tmp/bench_cores16 -- --max_pages 5000 --max_per_host 5000
     .venv/bin/python -m benchmarks.round_memory --work /tmp/bench_cores16 --cpu -- --max_pages 5000 --max_per_host 5000
 
+A round of ~45 000 pages needs a bigger web (bench50k's frontier never offers 18 000 URLs):
+
+    .venv/bin/python -m benchmarks.bench_cores --config bench150k --port 18096 --work /tmp/b150 --round_pages 45000 --pairs 0
+    .venv/bin/python -m benchmarks.round_memory --config bench150k --port 18096 --work /tmp/b150 -- --max_pages 45207 --max_per_host 45207
+
 Runs the next round of `bench_cores`' base crawl (kept in `--work`, with the nginx export of
 its web) from a fresh copy, with the round flags after `--`, and samples every process of the
 round's tree every 0.1 s: the round's process, the fork server and its helpers (the fetch
