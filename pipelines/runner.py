@@ -17,7 +17,7 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
-from pipelines import construction, dofnpickles, stageinputs, sideinputbuffers, stagedescriptor
+from pipelines import construction, dofnpickles, sideinputbuffers, stagedescriptor, stageinputs
 from transforms.procs import warm_fork_server
 
 DIRECT_RUNNER_NAMES = (None, "DirectRunner", "direct")   # run on the in-process FnApiRunner

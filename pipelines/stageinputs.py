@@ -10,20 +10,18 @@ after each piece of the input (whole elements: a buffer's chunks, a shuffle's ch
 below), which sends it on once it holds 10 MB (Beam's own threshold).
 
 2. A shuffle's grouped output. The runner keeps a GroupByKey's input as decoded values
-per key (`execution.GroupingBuffer`). When the stage that reads it runs, `partition` encodes every
-key with its values into one output stream, copies that stream into one bytes object and
-only then clears the table: for a moment the shuffle is held three times (the table, the
-stream, grown by doubling, and its copy), and the data channel then copies it once more
-for the worker. URL-seen's join is the round's largest shuffle (~27 MB of packed candidate
-parts in a 45 000-page round), and the round process's RSS climbed by ~157 MB while that
-stage's input was prepared (the same sampler).
-
-Here `partition` pops each key from the table as it encodes it and closes a chunk every
-`CHUNK_BYTES`: the table shrinks while the chunks grow, so the shuffle is held about once
-while it is encoded. The runner writes a partition's chunks one after another into the
-worker's data stream (`_send_input_to_worker`), so the worker reads the same bytes as
-from one chunk. Only the global window's partition (every shuffle here) is changed;
-others go to Beam's own.
+per key (`execution.GroupingBuffer`). When the stage that reads it runs, `partition`
+encodes every key with its values into one output stream, copies that stream into one
+bytes object and only then clears the table: for a moment the shuffle is held three times
+(the table, the stream, grown by doubling, and its copy) before the data channel takes it.
+URL-seen's join is the round's largest shuffle (~27 MB of packed candidate parts in a
+45 000-page round). Here `partition` pops each key from the table as it encodes it and
+closes a chunk every `CHUNK_BYTES`, so the shuffle is held about once while it is encoded.
+The runner writes a partition's chunks one after another into the worker's data stream,
+so the worker reads the same bytes as from one chunk. Only the global window's partition
+(every shuffle here) is changed; others go to Beam's own. On its own this moved that
+stage's rise above its trimmed baseline within the noise (254 -> 246 / 247 MB, `VmHWM`
+per stage); the flush above is what the figures below show.
 
 Both: a 45 000-page round's process peaked at 450 / 450 MB RSS against 510 / 529 MB
 without them, tree PSS 499 / 499 against 559 / 578 MB (`benchmarks.round_memory`,
@@ -37,7 +35,7 @@ from pipelines.construction import patch_once
 CHUNK_BYTES = 1 << 20
 
 
-def _chunked(original, windowed_values):
+def _chunked(original, windowed_values, new_stream):
     def partition(self, n):
         if self._grouped_output or not self._windowing.is_default():
             return original(self, n)
@@ -45,7 +43,7 @@ def _chunked(original, windowed_values):
         coder_impl = self._post_grouped_coder.get_impl()
         key_coder_impl = self._key_coder.get_impl()
         chunks = [[] for _ in range(n)]
-        streams = [self._new_stream() for _ in range(n)]
+        streams = [new_stream() for _ in range(n)]
         table = self._table
         for idx, encoded_key in enumerate(list(table)):
             values = table.pop(encoded_key)
@@ -53,7 +51,7 @@ def _chunked(original, windowed_values):
             coder_impl.encode_to_stream(in_window((key_coder_impl.decode(encoded_key), values)), stream, True)
             if stream.size() >= CHUNK_BYTES:
                 chunks[idx % n].append(stream.get())
-                streams[idx % n] = self._new_stream()
+                streams[idx % n] = new_stream()
         for ix, stream in enumerate(streams):
             if stream.size() or not chunks[ix]:
                 chunks[ix].append(stream.get())
@@ -100,8 +98,7 @@ def install():
             pane_info=PaneInfo(is_first=True, is_last=True, timing=PaneInfoTiming.ON_TIME,
                                index=0, nonspeculative_index=0)).with_value
 
-    buffer_cls._new_stream = staticmethod(create_OutputStream)
-    patch_once(buffer_cls, "partition", _chunked, windowed_values)
+    patch_once(buffer_cls, "partition", _chunked, windowed_values, create_OutputStream)
 
 
 def _install_flushing():
