@@ -42,8 +42,7 @@ def candidates_and_edges(bundles, round_no):
     for b, n in zip(bundles, sizes):
         anchor.extend(b.get("anchor") or [""] * n)
     method = per_bundle("method", pa.string())   # deep web: POST submissions (one body per URL)
-    body = (per_link("request_body", None) if any(b.get("request_body") is not None for b in bundles)
-            else [None] * len(dst))
+    body = per_link("request_body", None)
     dst_fp = urls_mod.fingerprints(dst)
     if any(b.get("method") for b in bundles):   # a POST's fingerprint is its request's: method, URL and body
         methods = method.to_pylist()
