@@ -4,6 +4,7 @@
     .venv/bin/python -m benchmarks.realweb.run --config bench5k          # ~5 400 pages, minutes
     .venv/bin/python -m benchmarks.realweb.run --config bench50k         # ~57 000 pages, 500+ hosts
     .venv/bin/python -m benchmarks.realweb.run --repo /path/to/checkout --conns 8
+    .venv/bin/python -m benchmarks.realweb.run --config bench50k --crawlers beamcrawl,beamcrawl@10000,scrapy
 
 Scrapy runs from its own venv (``--scrapy_python``; make it with
 ``python3 -m venv /work/benchvenv && /work/benchvenv/bin/pip install -r
@@ -13,8 +14,10 @@ the crawler and every descendant it waited for), peak RSS (sum over the process 
 sampled every 0.2 s), peak PSS (the same sum of proportional set sizes: a page that forked
 processes share counted once, not once per process), coverage of the ground truth (URLs
 reachable from the seeds under robots.txt), robots violations, duplicate fetches, most requests to one host in flight at
-once; then the ratios beamcrawl / Scrapy. No figure is asserted: timings on a shared machine
-are noisy, compare the ratios of one run.
+once; then the ratios beamcrawl / Scrapy. `beamcrawl@N` is beamcrawl with rounds of N pages
+(`--max_pages`/`--max_per_host` N instead of `--round_pages`), its own crawl directory and log,
+so that round sizes are compared with Scrapy in one run. No figure is asserted: timings on a
+shared machine are noisy, compare the ratios of one run.
 """
 from __future__ import annotations
 
@@ -111,15 +114,16 @@ def measure(cmds, cwd, env, log_path, ok_codes=(0,)) -> dict:
             "peak_rss_mb": peak / 2**20, "peak_pss_mb": peak_pss / 2**20}
 
 
-def beamcrawl_cmds(a, export: Path, work: Path):
+def beamcrawl_cmds(a, export: Path, work: Path, round_pages=None):
     py = a.python
-    crawl_dir = work / "beamcrawl-crawl"
+    round_pages = round_pages or a.round_pages
+    crawl_dir = work / ("beamcrawl-crawl" if round_pages == a.round_pages else f"beamcrawl-crawl-{round_pages}")
     shutil.rmtree(crawl_dir, ignore_errors=True)
     seeds = (export / "seeds.txt").read_text().split()
     flags = ["--crawl_dir", crawl_dir, "--resolve_file", export / "hostmap.txt",
              "--allow_loopback", "true", "--allow_domains", "simweb.test", "--deny_extensions", "",
              "--sitemaps", "false", "--delay_per_host", "0", "--expand_duplicates", "true",
-             "--max_pages", a.round_pages, "--max_per_host", a.round_pages, "--store", a.store,
+             "--max_pages", round_pages, "--max_per_host", round_pages, "--store", a.store,
              "--fetch_threads", a.fetch_threads, "--progress_seconds", "0"]
     if a.conns != 1:
         flags += ["--conns_per_host", a.conns]
@@ -148,6 +152,22 @@ def wget2_cmds(a, export: Path, work: Path):
 
 
 CRAWLERS = {"beamcrawl": beamcrawl_cmds, "scrapy": scrapy_cmds, "wget2": wget2_cmds}
+
+
+def crawler_kind(name: str) -> tuple[str, int | None]:
+    """(crawler, round pages or None) of one `--crawlers` entry: a name of CRAWLERS, or
+    `beamcrawl@N` (rounds of N pages)."""
+    base, at, pages = name.partition("@")
+    if base not in CRAWLERS or (at and (base != "beamcrawl" or not pages.isdigit() or int(pages) < 1)):
+        raise SystemExit(f"error: --crawlers: unknown crawler {name!r}; use "
+                         f"{', '.join(CRAWLERS)} or beamcrawl@PAGES (rounds of PAGES pages)")
+    return base, int(pages) if at else None
+
+
+def crawler_cmds(name: str, a, export: Path, work: Path):
+    """The commands of one `--crawlers` entry (see `crawler_kind`)."""
+    base, pages = crawler_kind(name)
+    return beamcrawl_cmds(a, export, work, pages) if pages else CRAWLERS[base](a, export, work)
 
 
 def verify_export(a, export: Path) -> int:
@@ -190,10 +210,12 @@ def fmt_table(rows: dict) -> str:
         out.append(f"| {name} | {r['wall']:.1f} | {r['pages']} | {r['pages_per_s']:.1f} | "
                    f"{r['cpu_ms_per_page']:.2f} | {r['peak_rss_mb']:.0f} | {r.get('peak_pss_mb', 0):.0f} | {100 * r['coverage']:.2f} % | "
                    f"{r['robots_violations']} | {r['duplicate_fetches']} | {r['max_conns_per_host']} |")
-    if "beamcrawl" in rows and "scrapy" in rows:
-        b, s = rows["beamcrawl"], rows["scrapy"]
+    for name, b in rows.items():
+        if not name.startswith("beamcrawl") or "scrapy" not in rows:
+            continue
+        s = rows["scrapy"]
         out.append("")
-        out.append(f"beamcrawl / Scrapy: pages/s {b['pages_per_s'] / s['pages_per_s']:.2f}x, "
+        out.append(f"{name} / Scrapy: pages/s {b['pages_per_s'] / s['pages_per_s']:.2f}x, "
                    f"CPU per page {b['cpu_ms_per_page'] / s['cpu_ms_per_page']:.2f}x, "
                    f"peak RSS {b['peak_rss_mb'] / s['peak_rss_mb']:.2f}x, "
                    f"peak PSS {b.get('peak_pss_mb', 0) / max(1e-9, s.get('peak_pss_mb', 0)):.2f}x")
@@ -215,7 +237,7 @@ def main(argv=None):
     ap.add_argument("--scrapy_delay", default="0.001",
                     help="Scrapy DOWNLOAD_DELAY (default 0.001): 2.19 keeps CONCURRENT_REQUESTS_PER_DOMAIN only when > 0 "
                          "(see scrapy_spider.py); 0 lets it burst")
-    ap.add_argument("--crawlers", default="beamcrawl,scrapy", help="comma list of beamcrawl,scrapy,wget2")
+    ap.add_argument("--crawlers", default="beamcrawl,scrapy", help="comma list of beamcrawl,scrapy,wget2; beamcrawl@N: beamcrawl with rounds of N pages")
     ap.add_argument("--conns", type=int, default=1, help="connections per host (both crawlers)")
     ap.add_argument("--fetch_threads", type=int, default=32,
                     help="beamcrawl --fetch_threads; Scrapy CONCURRENT_REQUESTS = this x --conns")
@@ -262,12 +284,15 @@ def main(argv=None):
         print(fmt_table(rows))
         return 0
     rows = {}
-    for name in a.crawlers.split(","):
-        cmds = CRAWLERS[name](a, export, a.work)
+    names = a.crawlers.split(",")
+    for name in names:          # every name checked before the first crawl starts
+        crawler_kind(name)
+    for name in names:
+        cmds = crawler_cmds(name, a, export, a.work)
         env = {**os.environ, "PYTHONPATH": str(a.repo)}
         with Nginx(export, a.port, a.work / f"nginx-{name}", workers=a.nginx_workers) as ng:
             print(f"{time.strftime('%H:%M:%S')} {name}: crawling (load {os.getloadavg()[0]:.1f})", flush=True)
-            m = measure(cmds, a.repo if name == "beamcrawl" else a.work, env, a.work / f"{name}.log",
+            m = measure(cmds, a.repo if name.startswith("beamcrawl") else a.work, env, a.work / f"{name}.log",
                         ok_codes=(0, 8) if name == "wget2" else (0,))   # wget2: 8 = saw a 404/500
         res = analyse(read_access_log(ng.access_log), reachable, robots, a.port)
         if res["pages"] == 0:

@@ -129,3 +129,26 @@ def test_analysis_flags_robots_violations_and_duplicates(exported):
     assert res["max_conns_per_host"] == 2
     assert robots.allows("site0.simweb.test", "/private/a/p1.html")
     json.dumps(res)
+
+
+def test_crawler_entries_name_round_sizes_and_refuse_the_rest(tmp_path):
+    """`--crawlers beamcrawl@N` runs beamcrawl with rounds of N pages, in its own crawl dir."""
+    import argparse
+
+    from benchmarks.realweb.run import crawler_cmds, crawler_kind
+    assert crawler_kind("beamcrawl") == ("beamcrawl", None)
+    assert crawler_kind("beamcrawl@10000") == ("beamcrawl", 10000)
+    assert crawler_kind("scrapy") == ("scrapy", None)
+    for bad in ("beamcrawl@", "beamcrawl@0", "beamcrawl@x", "scrapy@5000", "nutch"):
+        with pytest.raises(SystemExit, match="unknown crawler"):
+            crawler_kind(bad)
+    (tmp_path / "seeds.txt").write_text("http://a.simweb.test:1/\n")
+    a = argparse.Namespace(python="py", round_pages=5000, store="none", fetch_threads=32, conns=1,
+                           beamcrawl_args=[])
+    inject, crawl = crawler_cmds("beamcrawl@10000", a, tmp_path, tmp_path)
+    assert inject[inject.index("--max_pages") + 1] == 10000
+    assert inject[inject.index("--max_per_host") + 1] == 10000
+    assert crawl[crawl.index("--crawl_dir") + 1] == tmp_path / "beamcrawl-crawl-10000"
+    inject, crawl = crawler_cmds("beamcrawl", a, tmp_path, tmp_path)
+    assert inject[inject.index("--max_pages") + 1] == 5000
+    assert crawl[crawl.index("--crawl_dir") + 1] == tmp_path / "beamcrawl-crawl"
