@@ -20,11 +20,9 @@ import uuid
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.transforms.window import GlobalWindow
-from apache_beam.utils.timestamp import MIN_TIMESTAMP
-from apache_beam.utils.windowed_value import WindowedValue
 
 from transforms.archive.warc import WarcFile, sort_index
+from transforms.globalwindow import in_global_window
 from transforms.tableio.gather import GatherAll
 
 INDEX = "index.cdxj"
@@ -70,11 +68,10 @@ class _WriteWarcFiles(beam.DoFn):
 
     def finish_bundle(self):
         self._close()
-        wrap = lambda v: WindowedValue(v, MIN_TIMESTAMP, [GlobalWindow()])   # noqa: E731
         for line in self._lines:     # emitted only once every file of the bundle is closed
-            yield wrap(line)
+            yield in_global_window(line)
         for f in self._done:
-            yield beam.pvalue.TaggedOutput("files", wrap(f))
+            yield beam.pvalue.TaggedOutput("files", in_global_window(f))
         self._lines, self._done = [], []
 
 

@@ -23,9 +23,6 @@ import time
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
-from apache_beam.transforms.window import GlobalWindow
-from apache_beam.utils.timestamp import MIN_TIMESTAMP
-from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import tables
 from transforms.fetch import render
@@ -33,16 +30,13 @@ from transforms.fetch.fetchproc import FetchFleet
 from transforms.fetch.gcpause import full_collections_deferred
 from transforms.fetch.hostjob import fetch_one_host, fetch_pool
 from transforms.fetch.progress import ERROR_OUTCOMES, FetchProgress, ProgressReporter
+from transforms.globalwindow import in_global_window
 from transforms.procs import HELPERS_MIN_PAGES
 from transforms.tableio.sideinput import side_input_of
 from transforms.tableio.join import JoinTables
 from transforms.tableio.coder import HostTable
 from transforms.tableio.step import RowsToTables
 from transforms.tableio.tablefiles import KeyedTablesToFiles, Stored, TableFiles, TableRef
-
-
-def _global(value):
-    return WindowedValue(value, MIN_TIMESTAMP, [GlobalWindow()])
 
 
 class _HostDone:
@@ -123,10 +117,10 @@ class FetchHosts(beam.DoFn):
         self._hosts.inc()
         self._count(pages)
         for p in pages:
-            yield _global(p)
-        yield beam.pvalue.TaggedOutput("hosts", _global(host_row))
+            yield in_global_window(p)
+        yield beam.pvalue.TaggedOutput("hosts", in_global_window(host_row))
         if sitemaps and self.sitemaps:
-            yield beam.pvalue.TaggedOutput("sitemaps", _global(sitemaps))
+            yield beam.pvalue.TaggedOutput("sitemaps", in_global_window(sitemaps))
 
     def _start_progress(self, planned):
         self._progress = FetchProgress()
@@ -183,8 +177,8 @@ class FetchHosts(beam.DoFn):
             self._reporter = None
         self._tables.close()
         if self._started is not None:  # wall time this bundle spent fetching (for the time split)
-            yield beam.pvalue.TaggedOutput("stats", WindowedValue(
-                {"seconds_fetch": time.perf_counter() - self._started}, MIN_TIMESTAMP, [GlobalWindow()]))
+            yield beam.pvalue.TaggedOutput("stats", in_global_window(
+                {"seconds_fetch": time.perf_counter() - self._started}))
 
     def _fetch_in_child(self):
         """The bundle's hosts fetched by the fetch processes (fetchproc.py), same outputs."""
@@ -195,7 +189,7 @@ class FetchHosts(beam.DoFn):
                 page = message[2]
                 progress.page(page)
                 self._count([page])
-                yield _global(page)
+                yield in_global_window(page)
             elif message[0] == "host":
                 progress.host_started()
             else:
@@ -216,7 +210,7 @@ class FetchHosts(beam.DoFn):
                 yield from self._emit(item)
             else:
                 self._count([item])
-                yield _global(item)
+                yield in_global_window(item)
 
     def teardown(self):
         self._abandoned = True

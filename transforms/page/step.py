@@ -15,12 +15,10 @@ import time
 
 import apache_beam as beam
 import pyarrow as pa
-from apache_beam.transforms.window import GlobalWindow
-from apache_beam.utils.timestamp import MIN_TIMESTAMP
-from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import tables
 from strategies.topic import DOCS_BUCKET
+from transforms.globalwindow import in_global_window
 from transforms.page.boilerplate import (
     BLOCK_FPS,
     BLOCKS_FOR_MINHASH,
@@ -106,10 +104,6 @@ class _CountDocs(beam.CombineFn):
         return acc
 
 
-def _global(value):
-    return WindowedValue(value, MIN_TIMESTAMP, [GlobalWindow()])
-
-
 def _fate_outputs(fate, wrap=lambda v: v):
     yield beam.pvalue.TaggedOutput("results", wrap(fate.result))
     if fate.stored is not None:
@@ -157,9 +151,9 @@ class PageFates(beam.DoFn):
             for fates, seconds in self._pool.drain():
                 self._seconds += seconds
                 for fate in fates:
-                    yield from _fate_outputs(fate, _global)
+                    yield from _fate_outputs(fate, in_global_window)
         if self._seconds:
-            yield beam.pvalue.TaggedOutput("stats", _global({"seconds_parse": self._seconds}))
+            yield beam.pvalue.TaggedOutput("stats", in_global_window({"seconds_parse": self._seconds}))
 
     def process(self, page, planned=0):
         self._seen += 1
@@ -218,7 +212,7 @@ class VisitedTables(beam.DoFn):
     def finish_bundle(self):
         pending, self._pending = self._pending, None
         if pending is not None:
-            yield _global(self._table(*pending))
+            yield in_global_window(self._table(*pending))
         self._close()
 
     def teardown(self):

@@ -25,11 +25,9 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
-from apache_beam.transforms.window import GlobalWindow
-from apache_beam.utils.timestamp import MIN_TIMESTAMP
-from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import tables
+from transforms.globalwindow import in_global_window
 from transforms.tableio import spill
 from transforms.tableio import coder  # noqa: F401 - registers ArrowTableCoder for pa.Table
 from transforms.tableio.dictionary import dictionary_columns
@@ -207,7 +205,7 @@ class _WriteParts(beam.DoFn):
         f.writer.close()
         f.handle.close()
         self._micros.update(int((time.perf_counter() - started) * 1e6))
-        yield WindowedValue((self.prefix, f.path, f.written), MIN_TIMESTAMP, [GlobalWindow()])
+        yield in_global_window((self.prefix, f.path, f.written))
 
 
 class WriteTable(beam.PTransform):
@@ -334,7 +332,7 @@ class _SpillToFiles(beam.DoFn):
 
     def finish_bundle(self):
         if self._writer is not None:
-            yield WindowedValue(self._close(), MIN_TIMESTAMP, [GlobalWindow()])
+            yield in_global_window(self._close())
 
     def teardown(self):
         self._abort()

@@ -24,9 +24,8 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
-from apache_beam.transforms.window import GlobalWindow
-from apache_beam.utils.timestamp import MIN_TIMESTAMP
-from apache_beam.utils.windowed_value import WindowedValue
+
+from transforms.globalwindow import in_global_window
 
 
 @dataclass(frozen=True)
@@ -140,7 +139,7 @@ class _KeyedTablesToFiles(beam.DoFn):
     def finish_bundle(self):
         if self._writer is not None:
             for kv in self._close():
-                yield WindowedValue(kv, MIN_TIMESTAMP, [GlobalWindow()])
+                yield in_global_window(kv)
 
     def _abort(self):
         writer, self._writer, self._pending = getattr(self, "_writer", None), None, []
