@@ -3,7 +3,7 @@ from apache_beam.transforms.window import GlobalWindow, GlobalWindows
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
-from transforms.globalwindow import in_global_window
+from transforms.tableio.globalwindow import in_global_window
 
 
 def test_an_element_of_the_global_window_at_the_minimum_timestamp():

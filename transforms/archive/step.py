@@ -22,8 +22,8 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from transforms.archive.warc import WarcFile, sort_index
-from transforms.globalwindow import in_global_window
 from transforms.tableio.gather import GatherAll
+from transforms.tableio.globalwindow import in_global_window
 
 INDEX = "index.cdxj"
 FILES = "files.json"

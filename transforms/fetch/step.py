@@ -30,8 +30,8 @@ from transforms.fetch.fetchproc import FetchFleet
 from transforms.fetch.gcpause import full_collections_deferred
 from transforms.fetch.hostjob import fetch_one_host, fetch_pool
 from transforms.fetch.progress import ERROR_OUTCOMES, FetchProgress, ProgressReporter
-from transforms.globalwindow import in_global_window
 from transforms.procs import HELPERS_MIN_PAGES
+from transforms.tableio.globalwindow import in_global_window
 from transforms.tableio.sideinput import side_input_of
 from transforms.tableio.join import JoinTables
 from transforms.tableio.coder import HostTable

@@ -18,7 +18,6 @@ import pyarrow as pa
 
 from schemas import tables
 from strategies.topic import DOCS_BUCKET
-from transforms.globalwindow import in_global_window
 from transforms.page.boilerplate import (
     BLOCK_FPS,
     BLOCKS_FOR_MINHASH,
@@ -39,6 +38,7 @@ from transforms.page.visited import (
     visited_table,
 )
 from transforms.procs import HELPERS_MIN_PAGES
+from transforms.tableio.globalwindow import in_global_window
 from transforms.tableio.sideinput import side_input_of
 from transforms.tableio.step import ReadSpilled, RowsToTables
 

@@ -13,5 +13,6 @@
   table at a time in any order (the fetch list until its hosts are fetched).
 - `sideinput`: `combined_side_input`, a combined value read as a side input without the
   default-injection stage `CombineGlobally` would add (Beam plumbing the stages share);
-  `gather`: `GatherAll`, all elements as one list, not held as a side input as `ToList`'s.
+  `gather`: `GatherAll`, all elements as one list, not held as a side input as `ToList`'s;
+  `globalwindow`: `in_global_window`, the element a DoFn yields from `finish_bundle`.
 """

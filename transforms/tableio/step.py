@@ -27,11 +27,11 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from schemas import tables
-from transforms.globalwindow import in_global_window
 from transforms.tableio import spill
 from transforms.tableio import coder  # noqa: F401 - registers ArrowTableCoder for pa.Table
 from transforms.tableio.dictionary import dictionary_columns
 from transforms.tableio.files import OpenPart, _subschema, read_row_groups, temp_dir
+from transforms.tableio.globalwindow import in_global_window
 from transforms.tableio.layers import DeltaIndex, layer_key_groups
 
 

@@ -25,7 +25,8 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
-from transforms.globalwindow import in_global_window
+from transforms.tableio.globalwindow import in_global_window
+
 
 
 @dataclass(frozen=True)

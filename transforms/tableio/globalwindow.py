@@ -1,4 +1,5 @@
-"""Elements in the global window, for DoFns that yield from `finish_bundle` (pure Beam plumbing).
+"""Elements in the global window, for DoFns that yield from `finish_bundle` (Beam plumbing the
+stages share, kept in tableio as `sideinput` and `gather` are).
 
 Beam wants a `WindowedValue` there. `GlobalWindow()` is a singleton, but its constructor
 re-reads the window's end from a proto on every call: 2.5 us an element against 0.4 us with
