@@ -211,7 +211,7 @@ def fmt_table(rows: dict) -> str:
                    f"{r['cpu_ms_per_page']:.2f} | {r['peak_rss_mb']:.0f} | {r.get('peak_pss_mb', 0):.0f} | {100 * r['coverage']:.2f} % | "
                    f"{r['robots_violations']} | {r['duplicate_fetches']} | {r['max_conns_per_host']} |")
     for name, b in rows.items():
-        if not name.startswith("beamcrawl") or "scrapy" not in rows:
+        if crawler_kind(name)[0] != "beamcrawl" or "scrapy" not in rows:
             continue
         s = rows["scrapy"]
         out.append("")
@@ -284,16 +284,15 @@ def main(argv=None):
         print(fmt_table(rows))
         return 0
     rows = {}
-    names = a.crawlers.split(",")
-    for name in names:          # every name checked before the first crawl starts
-        crawler_kind(name)
-    for name in names:
+    # every entry checked before the first crawl starts
+    entries = [(name, crawler_kind(name)[0]) for name in a.crawlers.split(",")]
+    for name, base in entries:
         cmds = crawler_cmds(name, a, export, a.work)
         env = {**os.environ, "PYTHONPATH": str(a.repo)}
         with Nginx(export, a.port, a.work / f"nginx-{name}", workers=a.nginx_workers) as ng:
             print(f"{time.strftime('%H:%M:%S')} {name}: crawling (load {os.getloadavg()[0]:.1f})", flush=True)
-            m = measure(cmds, a.repo if name.startswith("beamcrawl") else a.work, env, a.work / f"{name}.log",
-                        ok_codes=(0, 8) if name == "wget2" else (0,))   # wget2: 8 = saw a 404/500
+            m = measure(cmds, a.repo if base == "beamcrawl" else a.work, env, a.work / f"{name}.log",
+                        ok_codes=(0, 8) if base == "wget2" else (0,))   # wget2: 8 = saw a 404/500
         res = analyse(read_access_log(ng.access_log), reachable, robots, a.port)
         if res["pages"] == 0:
             raise SystemExit(f"error: {name} fetched no page; see {a.work / (name + '.log')}")
