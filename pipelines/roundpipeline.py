@@ -309,9 +309,11 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
     # URL-seen: CoGroupByKey on fingerprint buckets of frontier, seen hits, results, links
     ordering = cfg.score.ordering
     score_fn = LocalScore(ordering) if scores_per_row(ordering) else None
+    # (a fetching round's bucket parts wait for their merge in table files, not in the shuffle)
     merged = {"frontier": frontier, "seen": seen_files, "results": result_tables,
               "candidates": candidates, "filtered": filtered} | "UrlSeen" >> UrlSeen(
-        buckets, round_no, score_fn, cfg.signatures, view if frontier_delta else None)
+        buckets, round_no, score_fn, cfg.signatures, view if frontier_delta else None,
+        spill=(f"{spill_dir}/urlseen", sizes["spill_bytes"]) if do_fetch else None)
     new_frontier = merged["frontier"]
     # Score: strategies that need more than a row see the whole frontier (or the Beam PageRank)
     if score_fn is None and uses_beam_pagerank(ordering, cfg.score.pagerank_path,

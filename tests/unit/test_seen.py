@@ -1,3 +1,7 @@
+import pickle
+import uuid
+from pathlib import Path
+
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
@@ -107,6 +111,42 @@ def test_url_seen_in_beam_equals_merge_of_everything_in_one_bucket():
         } | urlseen_step.UrlSeen(buckets=5, round_no=1)
         got = merged["frontier"] | beam.FlatMap(lambda t: t.column("fp").to_pylist())
         assert_that(got, equal_to(expected.column("fp").to_pylist()))
+
+
+def test_url_seen_through_table_files_equals_the_shuffled_parts(tmp_path):
+    """With `spill` the bucket parts wait in table files and only refs are shuffled: the
+    merged frontier is the same, and the parts were read from those files."""
+    rng = np.random.default_rng(11)
+    fps = rng.integers(-2**62, 2**62, size=600)
+    F = frontier([dict(fp=int(f), url=f"u{f}", host="a", depth=3) for f in fps[:200]])
+    R = results([dict(fp=int(f)) for f in fps[:40]])
+    C = cands([dict(dst_fp=int(f), dst=f"u{f}", src_fp=int(fps[0]), depth=1) for f in fps[150:600]])
+    X = pa.Table.from_pylist([dict(fp=int(fps[599]) + 1, url="ux", reason="depth", first_parent="p")],
+                             schema=tables.FILTERED_CANDIDATES)
+
+    def rows(spill):
+        out = tmp_path / ("out-files" if spill else "out-shuffle")
+        out.mkdir()
+        with TestPipeline(runner="FnApiRunner") as p:
+            merged = {
+                "frontier": p | "F" >> beam.Create([F.slice(0, 120), F.slice(120)]),
+                "seen": p | "S" >> beam.Create([pa.table({"fp": pa.array(fps[500:520], pa.int64())})]),
+                "results": p | "R" >> beam.Create([R]),
+                "candidates": p | "C" >> beam.Create([C.slice(0, 300), C.slice(300)]),
+                "filtered": p | "X" >> beam.Create([X]),
+            } | urlseen_step.UrlSeen(buckets=6, round_no=2, spill=spill)
+            kept = merged["frontier"] | "Kept" >> beam.Map(
+                lambda t: [("frontier", *r) for r in zip(*(t.column(c).to_pylist() for c in ("fp", "url", "depth")))])
+            dropped = merged["filtered"] | "Dropped" >> beam.Map(
+                lambda t: [("filtered", fp, None, None) for fp in t.column("fp").to_pylist()])
+            _ = ((kept, dropped) | beam.Flatten()
+                 | beam.Map(lambda r, d: (Path(d) / uuid.uuid4().hex).write_bytes(pickle.dumps(r)), str(out)))
+        return sorted(r for f in out.iterdir() for r in pickle.loads(f.read_bytes()))
+
+    shuffled = rows(None)
+    assert len(shuffled) > 400
+    assert rows((str(tmp_path / "parts"), 4096)) == shuffled
+    assert len(list((tmp_path / "parts").glob("*.arrow"))) >= 4   # frontier, results, candidates, filtered
 
 
 def test_url_dropped_from_the_fetch_list_leaves_the_frontier_for_the_filtered_table():

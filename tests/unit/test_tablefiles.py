@@ -94,3 +94,29 @@ def test_refs_pickle_and_stored_rows_load_when_fetched(tmp_path):
         assert errors == [] and got == [12] * 8
     finally:
         files.close()
+
+
+def _halves(table):
+    """A split: the table's first and second half as slices, keyed 0 and 1."""
+    mid = table.num_rows // 2
+    return [(0, table.slice(0, mid)), (1, table.slice(mid))]
+
+
+def test_a_split_writes_only_each_slices_own_rows(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    big = _table("a", 10_000)
+    with TestPipeline() as p:
+        refs = (p | beam.Create([big], reshuffle=False)
+                | KeyedTablesToFiles(str(tmp_path / "parts"), 1 << 30, split=_halves))
+        refs | beam.Map(lambda kv: _keep(kv, str(out)))   # noqa: B018
+    refs = {int(f.stem): pickle.loads(f.read_bytes()) for f in out.glob("*.pickle")}
+    files = TableFiles()
+    try:
+        assert files.read(refs[0]).equals(big.slice(0, 5_000))
+        assert files.read(refs[1]).equals(big.slice(5_000))
+    finally:
+        files.close()
+    # one file holding the table once (a slice written with its parent's buffers: twice)
+    (path,) = tmp_path.joinpath("parts").glob("*.arrow")
+    assert path.stat().st_size < 1.3 * big.nbytes

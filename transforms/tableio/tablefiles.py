@@ -8,7 +8,9 @@ into the fetch stage's input, and decoded there whole before the first host was 
 the round's spill directory as it comes and passes on `(key, TableRef)`, a few dozen bytes;
 the fetch step reads a host's table (`TableFiles.read`) only when its host is sent to be
 fetched. A ref goes out only once its file is closed, so nothing reads a file being written.
-Tables with no rows pass as they are. All I/O goes through Beam's FileSystems.
+Tables with no rows pass as they are. All I/O goes through Beam's FileSystems. URL-seen's
+bucket parts take the same way through its shuffle (`split`: the writing step cuts each table
+into its buckets' parts).
 
 IPC files rather than the spill files' pickle stream: hosts are fetched longest first, not in
 file order, and an IPC file reads any batch directly (a cached reader: ~21 us a 30-row batch,
@@ -107,8 +109,9 @@ class _TableFileWriter:
 
 
 class _KeyedTablesToFiles(beam.DoFn):
-    def __init__(self, directory: str, chunk_bytes: int):
+    def __init__(self, directory: str, chunk_bytes: int, split=None):
         self.directory, self.chunk_bytes = directory.rstrip("/"), max(1, int(chunk_bytes))
+        self.split = split
 
     def setup(self):
         self._files = Metrics.counter("tablefiles", "files")
@@ -118,7 +121,10 @@ class _KeyedTablesToFiles(beam.DoFn):
         self._abort()
 
     def process(self, element):
-        key, table = element
+        for key, table in ([element] if self.split is None else self.split(element)):
+            yield from self._add(key, table)
+
+    def _add(self, key, table):
         if table.num_rows == 0:
             yield key, table
             return
@@ -153,11 +159,15 @@ class _KeyedTablesToFiles(beam.DoFn):
 
 class KeyedTablesToFiles(beam.PTransform):
     """(key, table) -> (key, TableRef) of the table written to an IPC file under `directory`
-    (at most ~`chunk_bytes` of tables a file); tables with no rows pass as they are."""
+    (at most ~`chunk_bytes` of tables a file); tables with no rows pass as they are.
 
-    def __init__(self, directory: str, chunk_bytes: int):
+    `split(element) -> [(key, table)]`: elements are cut into keyed tables by the writing
+    step itself, so parts that are slices of one table (which would pickle with all of its
+    buffers) never cross a step boundary."""
+
+    def __init__(self, directory: str, chunk_bytes: int, split=None):
         super().__init__()
-        self.directory, self.chunk_bytes = directory, chunk_bytes
+        self.directory, self.chunk_bytes, self.split = directory, chunk_bytes, split
 
     def expand(self, pcoll):
-        return pcoll | "ToFiles" >> beam.ParDo(_KeyedTablesToFiles(self.directory, self.chunk_bytes))
+        return pcoll | "ToFiles" >> beam.ParDo(_KeyedTablesToFiles(self.directory, self.chunk_bytes, self.split))

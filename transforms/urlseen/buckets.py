@@ -80,12 +80,19 @@ def _split_fps(fps, buckets):
         yield k, fps[s:e]
 
 
-def _split_packed(table, buckets, fp_column="fp"):
-    """split_by_bucket, packed: one take into bucket order, then each bucket's slice
-    (Arrow IPC writes only a slice's own rows)."""
+def split_sliced(table, buckets, fp_column="fp"):
+    """split_by_bucket as slices of one take into bucket order: for consumers that copy
+    each part at once (`pack`, a table file: Arrow IPC writes only a slice's own rows);
+    a slice kept or pickled would carry its whole parent's buffers."""
     if table is None or table.num_rows == 0:
         return
     order, runs = _bucket_runs(_np(table.column(fp_column)), buckets)
     table = table.take(pa.array(order, type=pa.int64()))
     for k, s, e in runs:
-        yield k, pack(table.slice(s, e - s))
+        yield k, table.slice(s, e - s)
+
+
+def _split_packed(table, buckets, fp_column="fp"):
+    """split_by_bucket, each part packed for the shuffle."""
+    for k, part in split_sliced(table, buckets, fp_column):
+        yield k, pack(part)

@@ -2,6 +2,7 @@
 and `ReadmitRefused`, the re-read of stale refusals in a round whose settings changed
 (see `readmit`)."""
 
+import functools
 import time
 
 import apache_beam as beam
@@ -15,8 +16,9 @@ from schemas.tables import FP_ONLY, ParquetReadError
 from transforms.tableio.files import read_row_groups
 from transforms.tableio.sideinput import combined_side_input, side_input_of
 from transforms.tableio.step import ReadView
+from transforms.tableio.tablefiles import KeyedTablesToFiles, TableFiles, TableRef
 from transforms.urls.fpsets import FpIndex, sorted_union
-from transforms.urlseen.buckets import _np, _split_fps, _split_packed, unpack
+from transforms.urlseen.buckets import _np, _split_fps, _split_packed, split_sliced, unpack
 from transforms.urlseen.merge import FILTERED, HARD, REFUSED, merge_bucket
 from transforms.urlseen.readmit import COLUMNS as READMIT_COLUMNS
 from transforms.urlseen.readmit import readmission, stale_mask
@@ -117,13 +119,20 @@ class _MergeBucket(beam.DoFn):
         self.round_no, self.score_fn, self.signatures = round_no, score_fn, signatures
         self.delta = delta
 
+    def setup(self):
+        self._files = TableFiles()   # parts the shuffle carried as refs to table files
+
+    def _load(self, part):
+        return self._files.read(part) if isinstance(part, TableRef) else unpack(part)
+
     def process(self, element):
         started = time.perf_counter()
         bucket, g = element
-        old = [unpack(x) for x in g["frontier"]]
+        load = self._load
+        old = [load(x) for x in g["frontier"]]
         frontier, filtered, stats = merge_bucket(
-            old, g["seen"], [unpack(x) for x in g["results"]],
-            [unpack(x) for x in g["candidates"]], [unpack(x) for x in g["filtered"]],
+            old, g["seen"], [load(x) for x in g["results"]],
+            [load(x) for x in g["candidates"]], [load(x) for x in g["filtered"]],
             self.round_no, self.signatures)
         stats["frontier_rows_merged"] = sum(t.num_rows for t in old)   # read, shuffled, merged
         if self.delta:   # frontier delta: the touched rows are the bucket's; report what left
@@ -141,6 +150,12 @@ class _MergeBucket(beam.DoFn):
         if filtered.num_rows:
             yield beam.pvalue.TaggedOutput("filtered", filtered)
         yield beam.pvalue.TaggedOutput("stats", stats)
+
+    def finish_bundle(self):
+        self._files.close()
+
+    def teardown(self):
+        self._files.close()
 
 
 def _removed(old_parts, frontier):
@@ -172,10 +187,18 @@ class UrlSeen(beam.PTransform):
     (Dropping links to seen URLs map-side instead, with the hits as a side input, was
     measured slower: the in-process runner then pickles every candidate table between
     stages, more than the zstd-packed parts cost in the shuffle.)
+
+    With `spill` = (directory, bytes a file) the bucket parts are written to table files
+    there as they are split and the shuffle carries only their refs: the in-process runner
+    held the packed parts of a whole round up to three times over in the join's stages
+    (encoded, then decoded into its grouping table, then the merge's input), which made
+    them the peak of a 45 000-page round; a bucket's merge now reads its own parts.
     """
 
-    def __init__(self, buckets, round_no, score_fn=None, signatures=None, frontier_view=None):
+    def __init__(self, buckets, round_no, score_fn=None, signatures=None, frontier_view=None,
+                 spill=None):
         super().__init__()
+        self.spill = spill
         self.buckets, self.round_no, self.score_fn = buckets, round_no, score_fn
         self.signatures = dict(signatures or {})   # {refusal key: signature} (urls.refusals)
         # frontier delta (tableio ViewSpec): read only the frontier rows this round's results,
@@ -201,12 +224,11 @@ class UrlSeen(beam.PTransform):
                 | "TouchingFps" >> beam.Flatten(), "TouchSet", sorted_union)
             frontier = asked.pipeline | "FrontierHits" >> ReadView(self.frontier_view, keys=touching)
         keyed = {
-            "frontier": frontier | "BucketFrontier" >> beam.FlatMap(_split_packed, b),
+            "frontier": self._bucketed(frontier, "Frontier"),
             "seen": seen_hits,
-            "results": inputs["results"] | "BucketResults" >> beam.FlatMap(_split_packed, b),
-            "candidates": inputs["candidates"] | "BucketCandidates" >> beam.FlatMap(
-                _split_packed, b, "dst_fp"),
-            "filtered": inputs["filtered"] | "BucketFiltered" >> beam.FlatMap(_split_packed, b),
+            "results": self._bucketed(inputs["results"], "Results"),
+            "candidates": self._bucketed(inputs["candidates"], "Candidates", "dst_fp"),
+            "filtered": self._bucketed(inputs["filtered"], "Filtered"),
         }
         out = (keyed | "JoinOnBucket" >> beam.CoGroupByKey()
                | "MergeBucket" >> beam.ParDo(_MergeBucket(self.round_no, self.score_fn,
@@ -214,6 +236,14 @@ class UrlSeen(beam.PTransform):
                .with_output_types(pa.Table).with_outputs("filtered", "stats", "removed", main="frontier"))
         return {"frontier": out.frontier, "filtered": out.filtered, "stats": out.stats,
                 "removed": out.removed, "hits": frontier}
+
+    def _bucketed(self, tables_, name, fp_column="fp"):
+        """(bucket, part) of each table: packed bytes, or refs to table files with `spill`."""
+        if self.spill is None:
+            return tables_ | f"Bucket{name}" >> beam.FlatMap(_split_packed, self.buckets, fp_column)
+        directory, chunk_bytes = self.spill
+        return tables_ | f"Bucket{name}" >> KeyedTablesToFiles(
+            directory, chunk_bytes, functools.partial(split_sliced, buckets=self.buckets, fp_column=fp_column))
 
 
 class _ReadStaleRefusals(beam.DoFn):
