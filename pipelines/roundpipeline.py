@@ -205,7 +205,8 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
     if do_fetch:
         # Generate: the top max_pages due URLs by score, at most max_per_host per host
         fetch_list = frontier | "Generate" >> Generate(cfg.now, gen.max_pages, gen.max_per_host,
-                                                       gen.max_depth, revisits.rows if revisits is not None else None)
+                                                       gen.max_depth, revisits.rows if revisits is not None else None,
+                                                       spread=spreads_files(p))
         # Fetch: one element per host, each host sequentially with its delay (the hosts' URL
         # tables wait for their fetch in table files under the spill directory)
         spill_dir = crawl.round_dir(round_no) + f"/{spill.DIRNAME}"

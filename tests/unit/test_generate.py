@@ -58,7 +58,8 @@ def test_backed_off_and_too_deep_urls_are_not_due():
     assert generate_select.due_mask(t, now=60.0, max_depth=0).tolist() == [True, True, True]
 
 
-def test_generate_emits_one_element_per_host_with_its_urls():
+@pytest.mark.parametrize("spread", [True, False])
+def test_generate_emits_one_element_per_host_with_its_urls(spread):
     t = _table(n_hosts=4, per_host=10, seed=1)
     k, cap = 12, 5
     expected = {}
@@ -67,6 +68,9 @@ def test_generate_emits_one_element_per_host_with_its_urls():
         expected.setdefault(host, set()).add(fp)
     with TestPipeline(runner="FnApiRunner") as p:
         out = (p | beam.Create([t.slice(0, 17), t.slice(17)])
-               | generate_step.Generate(now=0.0, max_pages=k, max_per_host=cap)
+               | generate_step.Generate(now=0.0, max_pages=k, max_per_host=cap, spread=spread)
                | beam.MapTuple(lambda h, tab: (h, sorted(tab.column("fp").to_pylist()))))
         assert_that(out, equal_to([(h, sorted(v)) for h, v in expected.items()]))
+    # the hosts are reshuffled only where a runner spreads them over its workers
+    labels = [x.unique_name for x in p.to_runner_api().components.transforms.values()]
+    assert any(label.endswith("/SpreadHosts") for label in labels) is spread

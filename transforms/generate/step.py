@@ -39,13 +39,17 @@ class Generate(beam.PTransform):
 
     A host's URLs arrive as one element, so one `process()` call owns the host: the
     politeness unit of GroupByKey(host), produced here directly by the global selection.
+    With `spread` (a runner with several workers) the hosts are reshuffled, so the fetch
+    runs on every worker, not only on the one that made the selection; the in-process
+    runner gains nothing from it and would pickle the whole fetch list through one more
+    stage boundary.
     """
 
-    def __init__(self, now, max_pages, max_per_host, max_depth=0, revisits=None):
+    def __init__(self, now, max_pages, max_per_host, max_depth=0, revisits=None, spread=True):
         super().__init__()
         self.fn = SelectCombineFn(now, max_pages - (revisits.num_rows if revisits is not None else 0),
                                   max_per_host, max_depth)
-        self.revisits, self.max_per_host = revisits, max_per_host
+        self.revisits, self.max_per_host, self.spread = revisits, max_per_host, spread
 
     def expand(self, frontier_batches):
         selected = frontier_batches | "SelectTopK" >> beam.CombineGlobally(self.fn).without_defaults()
@@ -53,6 +57,5 @@ class Generate(beam.PTransform):
             revisits, cap = self.revisits, self.max_per_host
             selected = (selected | "AllSelected" >> GatherAll()
                         | "WithRevisits" >> beam.Map(lambda ts: merge_fetch_list([revisits] + ts, cap)))
-        return (selected
-                | "SplitByHost" >> beam.FlatMap(split_by_host).with_output_types(HostTable)
-                | "SpreadHosts" >> beam.Reshuffle())
+        hosts = selected | "SplitByHost" >> beam.FlatMap(split_by_host).with_output_types(HostTable)
+        return hosts | "SpreadHosts" >> beam.Reshuffle() if self.spread else hosts
