@@ -117,6 +117,6 @@ def test_a_split_writes_only_each_slices_own_rows(tmp_path):
         assert files.read(refs[1]).equals(big.slice(5_000))
     finally:
         files.close()
-    # one file holding the table once (a slice written with its parent's buffers: twice)
+    # one file holding the table's rows once (not each part with its whole parent)
     (path,) = tmp_path.joinpath("parts").glob("*.arrow")
     assert path.stat().st_size < 1.3 * big.nbytes
