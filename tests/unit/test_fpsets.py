@@ -38,3 +38,26 @@ def test_empty_sets_and_empty_probes():
     empty = np.zeros(0, np.int64)
     assert FpIndex(empty).contains(np.array([1, 2], np.int64)).tolist() == [False, False]
     assert FpIndex(np.array([5], np.int64)).contains(empty).tolist() == []
+
+
+class _SmallRanges(FpIndex):
+    SLOTS_AT_ONCE = 3   # the directory counted three slots at a time: many range edges
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(I64, max_size=300), st.lists(I64, max_size=100))
+def test_fp_index_directory_counted_by_ranges_is_the_whole_count(members, probes):
+    """The directory, built a range of slots at a time, equals one count over every slot
+    (each slot's start is the number of values whose top bits come before it), and the
+    bitmap has exactly the bits of the values' top bits."""
+    s = sorted_unique(np.array(members, dtype=np.int64))
+    index = _SmallRanges(s)
+    u = s.view(np.uint64) ^ np.uint64(1 << 63)
+    slots = np.bincount((u >> index.shift).astype(np.int64), minlength=1 << index.bits)
+    assert index.start.tolist() == [0] + np.cumsum(slots).tolist()
+    assert index.start.dtype == np.int32
+    present = np.zeros(1 << (index.bits + index.BITMAP_EXTRA), dtype=bool)
+    present[(u >> index.map_shift).astype(np.int64)] = True
+    assert np.array_equal(index.bitmap, np.packbits(present, bitorder="little"))
+    values = np.array(probes + members[:50], dtype=np.int64)
+    assert (index.contains(values) == member(values, s)).all()

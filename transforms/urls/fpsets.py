@@ -50,10 +50,17 @@ class FpIndex:
     it. A slot holding more than `MAX_SCAN` values (skewed input, or URLs chosen to
     collide) falls back to binary search for the values that land there, so the worst
     case is `member`'s, never a long loop.
+
+    It holds 18-28 bytes a value: the values (8), the directory (int32, 2-4 slots a value)
+    and the bitmap (2-4). (With an int64 directory counted in one array and the bitmap made
+    from a bool per bit: 26-44 bytes a value; for 5 M values, beyond the values themselves,
+    144 MB held and 498 MB at the peak of building, against 80 and 245 now.)
     """
 
     MAX_SCAN = 4
     BITMAP_EXTRA = 3
+
+    SLOTS_AT_ONCE = 1 << 20   # directory slots counted at a time (bounds the count array)
 
     def __init__(self, sorted_set):
         self.values = np.asarray(sorted_set, dtype=np.int64)
@@ -61,13 +68,31 @@ class FpIndex:
         self.bits = int(min(26, max(1, np.ceil(np.log2(max(n, 1))) + 1)))
         self.shift = np.uint64(64 - self.bits)
         self.map_shift = np.uint64(64 - self.bits - self.BITMAP_EXTRA)
-        u = self._unsigned(self.values)
-        counts = np.bincount((u >> self.shift).astype(np.int64), minlength=1 << self.bits)
-        self.start = np.zeros((1 << self.bits) + 1, dtype=np.int64)
-        np.cumsum(counts, out=self.start[1:])
-        present = np.zeros(1 << (self.bits + self.BITMAP_EXTRA), dtype=bool)
-        present[(u >> self.map_shift).astype(np.int64)] = True
-        self.bitmap = np.packbits(present, bitorder="little")
+        u = self._unsigned(self.values)   # ascending, as the values are
+        # the directory: where each slot's values start (int32 where the positions fit: it
+        # has 2-4 slots a value, the index's largest part), counted one range of slots at a
+        # time (a range's values are one run of the sorted top bits), so no whole-directory
+        # count array is made beside it
+        top = u >> self.shift
+        slots = 1 << self.bits
+        self.start = np.empty(slots + 1, dtype=np.int32 if n < 2**31 else np.int64)
+        self.start[0] = 0
+        for s0 in range(0, slots, self.SLOTS_AT_ONCE):
+            s1 = min(slots, s0 + self.SLOTS_AT_ONCE)
+            a, b = np.searchsorted(top, np.array([s0, s1], dtype=np.uint64))
+            counts = np.bincount((top[a:b] - np.uint64(s0)).astype(np.int64), minlength=s1 - s0)
+            self.start[s0 + 1:s1 + 1] = a + np.cumsum(counts)
+        del top
+        # the bitmap, bit m set for each value's top bits m: one OR per byte over the runs of
+        # values that share it (the values are sorted), not a bool per bit (8x the bitmap)
+        self.bitmap = np.zeros((1 << (self.bits + self.BITMAP_EXTRA)) // 8, dtype=np.uint8)
+        if n:
+            m = u >> self.map_shift
+            byte = (m >> np.uint64(3)).astype(np.int64)
+            bit = np.left_shift(np.uint8(1), (m & np.uint64(7)).astype(np.uint8))
+            del m
+            runs = np.flatnonzero(np.r_[True, byte[1:] != byte[:-1]])
+            self.bitmap[byte[runs]] = np.bitwise_or.reduceat(bit, runs)
 
     def __len__(self):
         return len(self.values)
