@@ -109,7 +109,7 @@ def test_a_split_writes_only_each_slices_own_rows(tmp_path):
     with TestPipeline() as p:
         refs = (p | beam.Create([big], reshuffle=False)
                 | KeyedTablesToFiles(str(tmp_path / "parts"), 1 << 30, split=_halves))
-        refs | beam.Map(lambda kv: _keep(kv, str(out)))   # noqa: B018
+        refs | beam.Map(_keep, str(out))   # noqa: B018
     refs = {int(f.stem): pickle.loads(f.read_bytes()) for f in out.glob("*.pickle")}
     files = TableFiles()
     try:
