@@ -75,6 +75,17 @@ def test_other_parameters():
     check(texts, shingle=7)   # fewer words than k: the whole text is one shingle
 
 
+def test_k_grams_too_many_for_one_int64_key():
+    # thousands of distinct words and k = 6: a k-gram's word numbers no longer fit one int64,
+    # so the batch's distinct k-grams come from comparing rows (shingling._distinct_rows)
+    rnd = random.Random(5)
+    vocab = [f"w{i}" for i in range(6000)]
+    texts = [" ".join(rnd.choice(vocab) for _ in range(rnd.randint(0, 700))) for _ in range(40)]
+    texts += [texts[3], texts[3].upper(), "one two three four five"]   # repeats, and a short text
+    assert float(len(set(" ".join(texts).lower().split()))) ** 6 >= 2.0 ** 62
+    check(texts, shingle=6)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.text(min_size=0, max_size=200), min_size=1, max_size=8))
 def test_any_text(texts):

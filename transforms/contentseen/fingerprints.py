@@ -39,6 +39,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from transforms.contentseen.shingling import batch_gram_hashes
+
 NUM_PERM = 128
 SHINGLE = 2            # word bigrams: a one-word edit in a 100-word page keeps J ~ 0.92
 SEED = 1
@@ -130,7 +132,6 @@ def text_fingerprint(text: str) -> int:
 
 # --------------------------------------------------------------------------- MinHash
 _WORD_ASCII = re.compile(rb"\w+")   # on ASCII text the same words as _WORD
-_SHA1 = hashlib.sha1
 _CHUNK = 8192          # shingles per permutation block: 128 x 8192 uint32 = 4 MiB
 
 
@@ -151,7 +152,8 @@ def _shingle_set(text: str, k: int = SHINGLE) -> set | list:
 
 
 def shingles(text: str, k: int = SHINGLE) -> list:
-    """Distinct lower-cased word k-grams of text, as UTF-8 bytes (the MinHash input)."""
+    """Distinct lower-cased word k-grams of text, as UTF-8 bytes (the MinHash input; one
+    text at a time: `minhash_signatures` cuts a batch with `shingling`)."""
     return list(_shingle_set(text, k))
 
 
@@ -164,44 +166,30 @@ def permutations(num_perm: int = NUM_PERM, seed: int = SEED) -> tuple[np.ndarray
     return a, b
 
 
-def _fmix32(h: np.ndarray) -> np.ndarray:
-    """MurmurHash3's 32-bit finaliser (datasketch's pre-mix of the affine32 scheme), in place."""
-    h ^= h >> np.uint32(16)
-    h *= np.uint32(0x85EBCA6B)
-    h ^= h >> np.uint32(13)
-    h *= np.uint32(0xC2B2AE35)
-    h ^= h >> np.uint32(16)
-    return h
-
-
 def minhash_signatures(texts, num_perm: int = NUM_PERM, shingle: int = SHINGLE,
                        seed: int = SEED) -> tuple[np.ndarray, np.ndarray]:
     """(uint32[n, num_perm] signatures, bool[n] has_signature) of texts.
 
     Bit for bit datasketch's `MinHash(num_perm, seed, scheme="affine32")` updated with
     `shingles(text)` (sha1_hash32 of each shingle, fmix32, a*h + b mod 2^32, minimum), but
-    for the whole batch at once: one sha1 per distinct shingle of the batch, the permutations applied
-    to blocks of the batch's hashes as one numpy product and the minimum per page taken
-    with `np.minimum.reduceat`. Rows without a signature are all 0xFFFFFFFF.
+    for the whole batch at once: the batch cut into k-gram hashes by `shingling` (one sha1
+    per distinct shingle of the batch), the permutations applied to blocks of the batch's
+    hashes as one numpy product and the minimum per page taken with `np.minimum.reduceat`.
+    Rows without a signature are all 0xFFFFFFFF.
     """
-    sh = [_shingle_set(t, shingle) for t in texts]
-    counts = np.fromiter(map(len, sh), np.int64, len(sh))
-    has = counts > 0
-    sigs = np.full((len(sh), num_perm), np.uint32(0xFFFFFFFF), dtype=np.uint32)
-    rows = np.flatnonzero(has)
+    n = len(texts)
+    sigs = np.full((n, num_perm), np.uint32(0xFFFFFFFF), dtype=np.uint32)
+    has = np.zeros(n, bool)
+    if not n:
+        return sigs, has
+    rows, counts, hv = batch_gram_hashes(texts, shingle, MIN_WORDS)
     if not len(rows):
         return sigs, has
-    # one sha1 per distinct shingle of the batch: pages of a site share many word pairs
-    index = {}
-    ids = np.fromiter([index.setdefault(s, len(index)) for ss in sh for s in ss], np.int64, int(counts.sum()))
-    sha1 = _SHA1
-    digests = b"".join([sha1(s).digest() for s in index])
-    hv = np.frombuffer(digests, np.uint8).reshape(-1, 20)[:, :4].copy().view("<u4").ravel()
-    hv = _fmix32(hv.astype(np.uint32))[ids]
+    has[rows] = True
     a, b = permutations(num_perm, seed)
     a, b = a[:, None], b[:, None]
-    ends = np.cumsum(counts[rows])
-    starts = ends - counts[rows]
+    ends = np.cumsum(counts)
+    starts = ends - counts
     total = int(ends[-1])
     for c0 in range(0, total, _CHUNK):
         c1 = min(total, c0 + _CHUNK)
