@@ -3,15 +3,16 @@
 `minhash_signatures` hashes every distinct lower-cased word k-gram of a text with sha1 (the
 stored signatures are made of those hashes, datasketch's `sha1_hash32`). Cut one text at a
 time in Python, that was a tuple, a join and a set insertion per k-gram and a dictionary
-lookup per k-gram of the batch: half of the signing time. Here the words of all ASCII texts
-come from Arrow (RE2 splitting in C++), the words of the whole batch are numbered once
-(`dictionary_encode`), a k-gram is a row of k word numbers, the batch's distinct k-grams
-come from `np.unique`, and only those are joined (in Arrow) and hashed (one sha1 each, as
-before). A text's k-grams are not made distinct: the minimum over them is the same.
+lookup per k-gram of the batch: half of the signing time. Here each text becomes its words
+with spaces between them in one call (`spaced_words`), the batch's words come from one Arrow
+whitespace split and are numbered once (`dictionary_encode`), a k-gram is a row of k word
+numbers, the batch's distinct k-grams come from `np.unique`, and only those are joined (in
+Arrow) and hashed (one sha1 each, as before). A text's k-grams are not made distinct: the
+minimum over them is the same.
 
 Words are what `_WORD` (`\\w+`, Unicode) finds in the lower-cased text. On ASCII text that
-is `[0-9A-Za-z_]+` and `str.lower` is ASCII lower-casing, which is what RE2 and
-`ascii_lower` do; any other text is cut by Python's `re`, as before.
+is `[0-9A-Za-z_]+` and `str.lower` is ASCII lower-casing, which is what one `bytes.translate`
+does (every other byte a space); any other text is cut by Python's `re`, as before.
 """
 from __future__ import annotations
 
