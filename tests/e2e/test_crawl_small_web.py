@@ -295,8 +295,7 @@ def test_mirror_pages_are_flagged_as_duplicates_and_no_distinct_page_is(full_cra
 
     def same_content(u):
         # /news/ pages change about hourly: a mirror copy fetched after its original changed
-        # (in CI, 08:27:24 between fetches at 08:27:22 and 08:27:24) is other content, rightly
-        # not a duplicate. The ETag of each fetch says which version it got.
+        # is other content, rightly not a duplicate. Each fetch's ETag says which version it got.
         orig = visited.get(original(u))
         return orig is None or version(orig) is None or version(orig) == version(visited[u])
 

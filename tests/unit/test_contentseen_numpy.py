@@ -37,6 +37,9 @@ def check(texts, **kw):
     sigs, has = fpm.minhash_signatures(texts, **kw)
     assert sigs.dtype == np.uint32 and sigs.shape == (len(texts), kw.get("num_perm", fpm.NUM_PERM))
     for i, t in enumerate(texts):
+        # one text's shingles (fpm.shingles, datasketch's input in test_contentseen) as well
+        assert sorted(fpm.shingles(t, kw.get("shingle", fpm.SHINGLE))) == sorted(
+            reference_shingles(t, kw.get("shingle", fpm.SHINGLE))), t
         ref = reference_signature(t, kw.get("num_perm", fpm.NUM_PERM), kw.get("shingle", fpm.SHINGLE),
                                   kw.get("seed", fpm.SEED))
         if ref is None:

@@ -39,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from transforms.contentseen.shingling import batch_gram_hashes
+from transforms.contentseen.shingling import batch_gram_hashes, spaced_words
 
 NUM_PERM = 128
 SHINGLE = 2            # word bigrams: a one-word edit in a 100-word page keeps J ~ 0.92
@@ -69,7 +69,6 @@ DUPLICATES = pa.schema([
 NEAR_PAIRS = ("fp", "url", "round", "of_fp", "of_url", "of_round", "jaccard")
 
 _CANONICAL = re.compile(rb"<link\b[^>]*\brel\s*=\s*[\"']?canonical\b[^>]*>", re.IGNORECASE)
-_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 # --------------------------------------------------------------------------- fingerprints
@@ -131,30 +130,19 @@ def text_fingerprint(text: str) -> int:
 
 
 # --------------------------------------------------------------------------- MinHash
-_WORD_ASCII = re.compile(rb"\w+")   # on ASCII text the same words as _WORD
 _CHUNK = 8192          # shingles per permutation block: 128 x 8192 uint32 = 4 MiB
-
-
-def _shingle_set(text: str, k: int = SHINGLE) -> set | list:
-    """Distinct lower-cased word k-grams of text as UTF-8 bytes ([] below MIN_WORDS words)."""
-    t = (text or "").lower()
-    if t.isascii():   # \w on ASCII is [A-Za-z0-9_] for str and bytes alike: no per-word encode
-        ws = _WORD_ASCII.findall(t.encode("ascii"))
-    else:             # UTF-8 is concatenative: b" ".join(encoded words) == " ".join(words).encode()
-        ws = [w.encode("utf-8") for w in _WORD.findall(t)]
-    if len(ws) < MIN_WORDS:
-        return []
-    if len(ws) < k:
-        return [b" ".join(ws)]
-    if k == 2:
-        return set(map(b" ".join, zip(ws, ws[1:])))
-    return set(map(b" ".join, zip(*(ws[i:] for i in range(k)))))
 
 
 def shingles(text: str, k: int = SHINGLE) -> list:
     """Distinct lower-cased word k-grams of text, as UTF-8 bytes (the MinHash input; one
-    text at a time: `minhash_signatures` cuts a batch with `shingling`)."""
-    return list(_shingle_set(text, k))
+    text at a time, words as `shingling.spaced_words` cuts them: `minhash_signatures` cuts
+    a batch with `shingling`). [] below MIN_WORDS words; the whole text below k."""
+    ws = spaced_words(text or "").split()
+    if len(ws) < MIN_WORDS:
+        return []
+    if len(ws) < k:
+        return [b" ".join(ws)]
+    return list({b" ".join(ws[i:i + k]) for i in range(len(ws) - k + 1)})
 
 
 def permutations(num_perm: int = NUM_PERM, seed: int = SEED) -> tuple[np.ndarray, np.ndarray]:
