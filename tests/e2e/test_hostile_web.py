@@ -31,10 +31,11 @@ FETCHED = (tables.OK, tables.DUPLICATE)
 SLACK = 0.02          # seconds: server-side timestamps vs. the crawler's own clock
 
 
-@pytest.fixture(scope="module", params=["threads", pytest.param("loop", marks=pytest.mark.long)])
+@pytest.fixture(scope="module", params=["curl", pytest.param("threads", marks=pytest.mark.long),
+                                        pytest.param("loop", marks=pytest.mark.long)])
 def crawl(tmp_path_factory, request):
-    """The crawl, once on each fetch engine (--fetch_engine): every test holds for both
-    (the default engine's in the default suite, the other's in `make test-long`)."""
+    """The crawl, once on each fetch engine (--fetch_engine): every test holds for all three
+    (the default engine's in the default suite, the others' in `make test-long`)."""
     root = tmp_path_factory.mktemp("hostile")
     web = hh.start_web(root)
     try:

@@ -282,9 +282,10 @@ def test_broken_responses_are_transient_with_their_reason(data, reason):
 
 
 _HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
-# Responses that break the letter of RFC 9112, each as (bytes, outcome on threads, on the loop).
-# http.client reads them all as browsers do; llhttp (the loop engine's parser, lenient mode) is
-# stricter on four: the loop engine's known differences (README, "--fetch_engine").
+# Responses that break the letter of RFC 9112, each as (bytes, outcome on threads and curl, on
+# the loop). http.client and libcurl read them all as browsers do; llhttp (the loop engine's
+# parser, lenient mode) is stricter on four: the loop engine's known differences (README,
+# "--fetch_engine").
 ODD_RESPONSES = {
     "bare LF line ends": (b"HTTP/1.1 200 OK\nContent-Length: 5\n\nhello", OK, OK),
     "no reason phrase": (b"HTTP/1.1 200\r\nContent-Length: 5\r\n\r\nhello", OK, OK),
@@ -295,6 +296,8 @@ ODD_RESPONSES = {
     "20 KB header line": (_HEAD + b"Content-Security-Policy: " + b"a" * 20000 + b"\r\nContent-Length: 5\r\n\r\nhello", OK, OK),
     "99 header lines": (b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-H%d: v\r\n" % i for i in range(98))
                         + b"Content-Length: 5\r\n\r\nhello", OK, OK),
+    "70 KB header line": (_HEAD + b"X-Big: " + b"a" * 70000 + b"\r\nContent-Length: 5\r\n\r\nhello",
+                          "protocol_error", "protocol_error"),
     "100 header lines": (b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-H%d: v\r\n" % i for i in range(99))
                          + b"Content-Length: 5\r\n\r\nhello", "protocol_error", "protocol_error"),
     "Content-Length and chunked": (_HEAD + b"Content-Length: 100\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -313,13 +316,32 @@ ODD_RESPONSES = {
 @pytest.mark.parametrize("name", list(ODD_RESPONSES))
 def test_odd_responses_are_read_as_browsers_read_them(name, engine):
     data, on_threads, on_loop = ODD_RESPONSES[name]
-    want = on_threads if engine == "threads" else on_loop
+    want = on_loop if engine == "loop" else on_threads     # (libcurl reads them as http.client)
     with LocalServer({**NO_ROBOTS, "/x": _raw(data)}) as srv:
         (r,), _ = fetch(srv, ["/x"])
     if want == OK:
         assert (r.outcome, r.http_status, r.body) == (OK, 200, b"hello")
     else:
         assert (r.outcome, r.reason) == (TRANSIENT, want)
+
+
+def test_proxies_from_the_environment_are_not_used(monkeypatch):
+    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")          # nothing listens there
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    with LocalServer({**NO_ROBOTS, "*": page(b"ok")}) as srv:
+        (r,), _ = fetch(srv, ["/a"])
+        assert srv.paths() == ["/robots.txt", "/a"]
+    assert (r.outcome, r.body) == (OK, b"ok")
+
+
+def test_an_interim_head_is_skipped_for_the_final_one():
+    data = (b"HTTP/1.1 100 Continue\r\nX-Interim: 1\r\n\r\n"
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello")
+    with LocalServer({**NO_ROBOTS, "/x": _raw(data)}) as srv:
+        (r,), _ = fetch(srv, ["/x"])
+    assert (r.outcome, r.http_status, r.body, r.content_type) == (OK, 200, b"hello", "text/plain")
 
 
 def test_a_server_silent_after_the_request_is_a_read_timeout():

@@ -114,3 +114,32 @@ def test_the_sender_keeps_the_last_origins_pool_while_it_is_open():
     sender.clear()                                                # new connections from here on
     c = sender._pool("https://b.test/")
     assert c is not tls and c.pool is not None and c.cert_reqs == "CERT_REQUIRED"
+
+
+def _origin_port_by_urlsplit(url):
+    """connection.origin_port without its one-regex fast path."""
+    from unittest import mock
+
+    from transforms.fetch import connection
+    with mock.patch.object(connection, "PLAIN_ORIGIN", mock.Mock(match=lambda url: None)):
+        return connection.origin_port(url)
+
+
+def _origin_or_error(fn, url):
+    try:
+        return fn(url)
+    except ValueError as e:
+        return type(e)
+
+
+@settings(max_examples=300)
+@given(scheme=st.sampled_from(["http", "https", "HTTP", "ftp"]),
+       host=st.text("abcXY0-.é", max_size=8),
+       port=st.one_of(st.none(), st.text("0123456789", max_size=6), st.just("8o")),
+       rest=st.sampled_from(["", "/", "/a?b", "?q", "#f", "/p@x:1", "x"]))
+@example(scheme="http", host="a", port="0", rest="/")
+@example(scheme="http", host="a", port="65536", rest="/")
+def test_origin_ports_fast_path_reads_what_urlsplit_reads(scheme, host, port, rest):
+    from transforms.fetch.connection import origin_port
+    url = f"{scheme}://{host}" + ("" if port is None else f":{port}") + rest
+    assert _origin_or_error(origin_port, url) == _origin_or_error(_origin_port_by_urlsplit, url)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import email.utils
 import http.client
+import re
 import socket
 import ssl
 import time
@@ -140,8 +141,19 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
     return max(0.0, dt.timestamp() - now)
 
 
+# an http(s) URL whose origin is a lower-case ASCII host and a port, if any, of digits
+PLAIN_ORIGIN = re.compile(r"(https?)://([a-z0-9][a-z0-9.-]*)(?::([0-9]{1,5}))?(?=[/?#]|\Z)")
+
+
 def origin_port(url: str) -> tuple[str, str, int]:
-    """(scheme, hostname, port) of an http(s) URL; ValueError otherwise."""
+    """(scheme, hostname, port) of an http(s) URL; ValueError otherwise. (A plain origin
+    is read by one regex match: `urlsplit` was ~20 us of a fetch, under cProfile.)"""
+    m = PLAIN_ORIGIN.match(url)
+    if m is not None:
+        scheme, host, port = m.groups()
+        port = int(port) if port else 0
+        if port <= 65535:                     # (else urlsplit's "Port out of range")
+            return scheme, host, port or (443 if scheme == "https" else 80)
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):

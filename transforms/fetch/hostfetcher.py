@@ -111,6 +111,9 @@ class HostFetcher(RobotsFetching):
             self._sender = loopsender.LoopSender(self._dial, self.resolver.known, self._tls)
             if sleep is time.sleep:
                 self.sleep = loopsender.green_sleep
+        elif config.engine == "curl":
+            from transforms.fetch.curlsender import CurlSender   # (pycurl only where used)
+            self._sender = CurlSender(self._dial, config.ca_bundle or True)
         else:
             self._sender = Sender(self._dial, self._watch, config.ca_bundle or True)
         self._headers = {"User-Agent": config.user_agent, "Accept": ACCEPT,
@@ -185,7 +188,7 @@ class HostFetcher(RobotsFetching):
                 prep = prepare_request(method, url, self._headers, headers,
                                        data.encode("utf-8") if data is not None else None)
                 resp = self._sender.send(prep, min(cfg.connect_timeout, cfg.deadline),
-                                         min(cfg.read_timeout, cfg.deadline), deadline_at)
+                                         min(cfg.read_timeout, cfg.deadline), deadline_at, cap)
                 status = resp.status
                 kept = [] if cfg.keep_http else None   # the payload as received, for the WARC
                 if keep_body and 200 <= status < 300:

@@ -211,8 +211,10 @@ class LoopSender:
 
     close = clear
 
-    def send(self, prep, connect_timeout: float, read_timeout: float, deadline_at: float | None = None):
-        """The response to `prep` (a `sender.Prepared`) with its headers read, body unread."""
+    def send(self, prep, connect_timeout: float, read_timeout: float, deadline_at: float | None = None,
+             body_cap: int | None = None):
+        """The response to `prep` (a `sender.Prepared`) with its headers read, body unread
+        (streamed: `body_cap` is for `CurlSender`)."""
         try:
             url = yarl.URL(prep.url, encoded=True)
             if url.user is not None or url.password is not None:

@@ -177,9 +177,10 @@ class Sender:
     close = clear
 
     def send(self, prep: Prepared, connect_timeout: float, read_timeout: float,
-             deadline_at: float | None = None):
+             deadline_at: float | None = None, body_cap: int | None = None):
         """The streamed urllib3 response (body unread, not decoded). (The whole-request
-        deadline is the fetcher's watchdog's here: `deadline_at` is for `LoopSender`.)"""
+        deadline is the fetcher's watchdog's here: `deadline_at` is for `LoopSender`;
+        `body_cap` for `CurlSender`, which reads the body before it returns.)"""
         try:
             pool = self._pool(prep.url)
         except ux.LocationValueError as e:
