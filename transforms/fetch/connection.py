@@ -147,7 +147,7 @@ PLAIN_ORIGIN = re.compile(r"(https?)://([a-z0-9][a-z0-9.-]*)(?::([0-9]{1,5}))?(?
 
 def origin_port(url: str) -> tuple[str, str, int]:
     """(scheme, hostname, port) of an http(s) URL; ValueError otherwise. (A plain origin
-    is read by one regex match: `urlsplit` was ~20 us of a fetch, under cProfile.)"""
+    is read by one regex match: `urlsplit` took 0.069 s of 3 000 fetches under cProfile.)"""
     m = PLAIN_ORIGIN.match(url)
     if m is not None:
         scheme, host, port = m.groups()
