@@ -44,6 +44,7 @@ from requests.utils import DEFAULT_CA_BUNDLE_PATH
 
 from transforms.fetch.connection import PLAIN_ORIGIN, DeadlineExceeded, origin_port
 from transforms.fetch.curlhead import BadHead, parse_head
+from transforms.fetch.exchange import Received
 from transforms.fetch.records import DRAIN_LIMIT, READ_CHUNK
 
 _IDLE_POLL = 1.0                              # longest wait in the multi handle between checks
@@ -59,17 +60,6 @@ _CUT = {pycurl.E_GOT_NOTHING, pycurl.E_PARTIAL_FILE}
 _WEIRD_SERVER_REPLY = 8                       # (pycurl names it E_FTP_WEIRD_SERVER_REPLY)
 _PROTOCOL = {_WEIRD_SERVER_REPLY, pycurl.E_UNSUPPORTED_PROTOCOL, pycurl.E_HTTP_RETURNED_ERROR,
              100, pycurl.E_HTTP2, pycurl.E_BAD_CONTENT_ENCODING}   # (100: CURLE_TOO_LARGE)
-
-
-class _Received:
-    """The response as received, where `exchange.http_exchange` looks for http.client's."""
-
-    def __init__(self, version: int, reason: str | None, items: list[tuple[str, str]]):
-        self.version, self.reason, self._items = version, reason, items
-        self.msg = self
-
-    def raw_items(self):
-        return self._items
 
 
 class _Headers(dict):
@@ -91,7 +81,7 @@ class CurlResponse:
             key = name.lower()
             headers[key] = f"{headers[key]}, {value}" if key in headers else value
         self.headers = headers
-        self._original_response = _Received(version, reason, items)
+        self._original_response = Received(version, reason, items)
         self._chunks = chunks
         self._next = 0
 

@@ -22,6 +22,19 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 
+class Received:
+    """A response as received, in the shape of http.client's where `http_exchange` reads it
+    (`version`, `reason`, `msg.raw_items()`): the `_original_response` of the responses that
+    `loopsender` and `curlsender` build."""
+
+    def __init__(self, version: int, reason: str | None, items: list[tuple[str, str]]):
+        self.version, self.reason, self._items = version, reason, items
+        self.msg = self
+
+    def raw_items(self):
+        return self._items
+
+
 def _received_headers(resp):
     """Header lines in the order and case they came (http.client's message), else urllib3's."""
     original = getattr(resp, "_original_response", None)

@@ -37,6 +37,7 @@ from urllib3 import HTTPHeaderDict
 from urllib3.util.ssl_ import create_urllib3_context
 
 from transforms.fetch.connection import DeadlineExceeded
+from transforms.fetch.exchange import Received
 from transforms.fetch.greenpool import await_only
 
 _RESET = (errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED)
@@ -60,17 +61,6 @@ class _GuardedResolver(aiohttp.abc.AbstractResolver):
         pass
 
 
-class _Received:
-    """The response as received, where `exchange.http_exchange` looks for http.client's."""
-
-    def __init__(self, version: int, reason: str | None, items: list[tuple[str, str]]):
-        self.version, self.reason, self._items = version, reason, items
-        self.msg = self
-
-    def raw_items(self):
-        return self._items
-
-
 class LoopResponse:
     """An aiohttp response as the fetcher reads a urllib3 one (body not read yet)."""
 
@@ -80,7 +70,7 @@ class LoopResponse:
         self.status, self.reason = resp.status, resp.reason
         self.headers = HTTPHeaderDict(items)
         version = resp.version
-        self._original_response = _Received(10 * version.major + version.minor if version else 11,
+        self._original_response = Received(10 * version.major + version.minor if version else 11,
                                             resp.reason, items)
 
     def read(self, amt: int, decode_content: bool = False) -> bytes:
