@@ -4,7 +4,7 @@ Why libcurl: a GET of a ~1.9 KB page from nginx over a kept-alive connection cos
 ms of this process's CPU with pycurl against 0.264–0.296 ms with urllib3 alone (scratch
 benchmark, one thread), because libcurl writes the request and parses the response in C
 with the interpreter lock released; with the fetcher's own work around it, 0.19–0.24 against
-0.29–0.33 ms. (On 16–32 threads in one process, as a fetch process runs them, only 5–12 % less
+0.29–0.33 ms. (On 16–32 threads in one process, as a fetch process runs them, only 6–12 % less
 CPU a page than urllib3, by my reading because the interpreter lock's hand-offs eat most of
 the HTTP work saved; no crawl measured faster, so `threads` stays the default.) libcurl is the most used HTTP client there is, and pycurl its maintained
 binding (wheels with their own libcurl on PyPI).
