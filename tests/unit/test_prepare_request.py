@@ -121,7 +121,7 @@ def _origin_port_by_urlsplit(url):
     from unittest import mock
 
     from transforms.fetch import connection
-    with mock.patch.object(connection, "PLAIN_ORIGIN", mock.Mock(match=lambda url: None)):
+    with mock.patch.object(connection, "_PLAIN_ORIGIN", mock.Mock(match=lambda url: None)):
         return connection.origin_port(url)
 
 

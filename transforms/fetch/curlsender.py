@@ -5,9 +5,10 @@ ms of this process's CPU with pycurl against 0.264–0.296 ms with urllib3 alone
 benchmark, one thread), because libcurl writes the request and parses the response in C
 with the interpreter lock released; with the fetcher's own work around it, 0.19–0.24 against
 0.29–0.33 ms. (On 16–32 threads in one process, as a fetch process runs them, only 6–12 % less
-CPU a page than urllib3, by my reading because the interpreter lock's hand-offs eat most of
-the HTTP work saved; no crawl measured faster, so `threads` stays the default.) libcurl is the most used HTTP client there is, and pycurl its maintained
-binding (wheels with their own libcurl on PyPI).
+CPU a page than urllib3, computed from the means; by my reading the interpreter lock's
+hand-offs eat most of the HTTP work saved. No crawl measured faster, so `threads` stays the
+default.) libcurl is the most used HTTP client there is, and pycurl its maintained binding
+(wheels with their own libcurl on PyPI).
 
 `CurlSender.send` runs the whole exchange in libcurl and keeps the body as received, up to
 what the fetcher's readers could take of it for the body cap (past it the transfer is cut
@@ -42,7 +43,7 @@ import pycurl
 from requests import exceptions as rx
 from requests.utils import DEFAULT_CA_BUNDLE_PATH
 
-from transforms.fetch.connection import PLAIN_ORIGIN, DeadlineExceeded, origin_port
+from transforms.fetch.connection import DeadlineExceeded, origin_port
 from transforms.fetch.curlhead import BadHead, parse_head
 from transforms.fetch.exchange import Received
 from transforms.fetch.records import DRAIN_LIMIT, READ_CHUNK
@@ -144,21 +145,15 @@ class _Exchange:
 def origin(url: str) -> tuple[str, str, int, str]:
     """(scheme, host, port, the URL without user:password@) of an http(s) URL; requests made
     a password in the URL an Authorization header. InvalidURL for anything else."""
-    if PLAIN_ORIGIN.match(url) is not None:
-        try:
-            return (*origin_port(url), url)
-        except ValueError as e:
-            raise rx.InvalidURL(str(e)) from e
     try:
-        parts = urlsplit(url)
-        scheme, host, port = parts.scheme.lower(), parts.hostname, parts.port
+        scheme, host, port = origin_port(url)
     except ValueError as e:
         raise rx.InvalidURL(str(e)) from e
-    if scheme not in ("http", "https") or not host:
-        raise rx.InvalidURL(f"unsupported URL: {url!r}")
-    if "@" in parts.netloc:
-        url = urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
-    return scheme, host, port or (443 if scheme == "https" else 80), url
+    if "@" in url:                   # (no "@" anywhere: no user info to drop)
+        parts = urlsplit(url)
+        if "@" in parts.netloc:
+            url = urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+    return scheme, host, port, url
 
 
 def connect_to(host: str, port: int, addr: str) -> str:
@@ -172,6 +167,8 @@ class CurlSender:
     """One fetcher's connections (a libcurl multi handle and its easy handle, whose connection
     cache keeps the keep-alive connections) and `send`. `dial(host, port)` resolves and
     guards. Not thread-safe: one fetcher, one thread."""
+
+    bounds_deadline = True      # libcurl's TIMEOUT_MS: the fetcher's watchdog is not needed
 
     def __init__(self, dial, verify: bool | str = True):
         self._dial = dial

@@ -178,8 +178,9 @@ class HostFetcher(RobotsFetching):
         t0 = self.clock()
         m0 = time.monotonic()
         deadline_at = m0 + cfg.deadline
-        # (a green request's waits are bounded by deadline_at on the loop itself)
-        wd = self._watchdog = Watchdog.NEVER if self.green else Watchdog(cfg.deadline, self.deadlines)
+        # (the loop's and libcurl's senders bound the request by deadline_at themselves)
+        wd = self._watchdog = (Watchdog.NEVER if self._sender.bounds_deadline
+                               else Watchdog(cfg.deadline, self.deadlines))
         resp = None
         try:
             try:

@@ -178,6 +178,8 @@ class LoopSender:
     needs no DNS lookup; `tls` gives https requests their `TlsContext`. Not thread-safe:
     one fetcher, one greenlet."""
 
+    bounds_deadline = True      # every wait on the loop is bounded by deadline_at
+
     def __init__(self, dial, known, tls: TlsContext):
         self._dial, self._known, self._tls = dial, known, tls
         self._session: aiohttp.ClientSession | None = None

@@ -155,6 +155,8 @@ class Sender:
     `send`, which does for a `Prepared` what requests' `HTTPAdapter.send` did. Not
     thread-safe: one fetcher, one thread."""
 
+    bounds_deadline = False     # a blocked socket read: the fetcher's watchdog shuts it down
+
     def __init__(self, dial, watch, verify: bool | str = True, pools: int = 4):
         headerparse.install()   # http.client's header parse without the email package
         self.verify = verify
