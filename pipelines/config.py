@@ -211,7 +211,7 @@ def fetch_config(s) -> FetchConfig:
             robots_ttl=float(s["robots_ttl"]), obey_robots=bool(s["obey_robots"]),
             allow_loopback=bool(s["allow_loopback"]), deny_addresses=csv(s["deny_addresses"]),
             resolve=resolve_entries(s), conns_per_host=int(s["conns_per_host"]),
-            render=render_config(s), engine=s.get("fetch_engine", "threads"),
+            render=render_config(s), engine=s.get("fetch_engine", "curl"),
             post_hosts=settings_deepweb.parse_post_hosts(s.get("deep_web_post_hosts"))
             if s.get("deep_web", "off") == "forms" else ())
     except ConfigError:

@@ -172,9 +172,9 @@ ROUND_SETTINGS = {s.name: s for s in [
       "one's own sites); each keeps --delay_per_host between its requests; a robots "
       "Crawl-delay or a Retry-After forces 1.", between(1, 8)),
     S("fetch_threads", int, 32, "fetching", "Hosts fetched concurrently per worker.", at_least(1)),
-    S("fetch_engine", str, "threads", "fetching", "threads: a thread per host in flight (urllib3); curl: the same,"
-      " requests sent by libcurl; loop: greenlets on one event loop (aiohttp; stricter on malformed"
-      " headers).", one_of("threads", "curl", "loop")),
+    S("fetch_engine", str, "curl", "fetching", "curl: a thread per host in flight, requests sent by libcurl; threads:"
+      " the same over urllib3 (more CPU); loop: greenlets on one event loop (aiohttp; stricter on malformed"
+      " headers).", one_of("curl", "threads", "loop")),
     S("page_processes", str, "auto", "fetching", "Processes parsing a worker's pages beside its fetch "
       "threads (rounds planning 256 pages or more); auto = cores - 1, 0 = parse in the fetching process.",
       lambda v: None if v == "auto" or v.isdigit() else "must be auto or a whole number ≥ 0"),

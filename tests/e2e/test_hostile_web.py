@@ -31,7 +31,7 @@ FETCHED = (tables.OK, tables.DUPLICATE)
 SLACK = 0.02          # seconds: server-side timestamps vs. the crawler's own clock
 
 
-@pytest.fixture(scope="module", params=["threads", pytest.param("curl", marks=pytest.mark.long),
+@pytest.fixture(scope="module", params=["curl", pytest.param("threads", marks=pytest.mark.long),
                                         pytest.param("loop", marks=pytest.mark.long)])
 def crawl(tmp_path_factory, request):
     """The crawl, once on each fetch engine (--fetch_engine): every test holds for all three

@@ -1,7 +1,7 @@
 """Tests of the host fetcher on every engine: `GreenHostFetcher` is a HostFetcher(green=True)
 whose calls run as jobs of a GreenPool (as --fetch_engine loop runs them), driven from the
 test's thread; `both_engines` parametrizes a test module over the three engines (the two
-thread engines, threads and curl, differ in their config's `engine` only)."""
+thread engines, curl and threads, differ in their config's `engine` only)."""
 import functools
 
 import pytest
@@ -38,10 +38,10 @@ class GreenHostFetcher:
 
 
 def both_engines(module_globals):
-    """An autouse fixture running each test of a module on urllib3, then libcurl (threaded
+    """An autouse fixture running each test of a module on libcurl, then urllib3 (threaded
     fetchers), then the green fetcher; the module's `loopback_config` gives configs of that
     engine (the fetch step's pool and the fetcher's sender follow it)."""
-    @pytest.fixture(autouse=True, params=["threads", "curl", "loop"])
+    @pytest.fixture(autouse=True, params=["curl", "threads", "loop"])
     def engine(request, monkeypatch):
         if request.param == "loop":
             monkeypatch.setitem(module_globals, "HostFetcher", GreenHostFetcher)

@@ -1,14 +1,15 @@
 """`sender.Sender`'s interface over libcurl (pycurl), for `--fetch_engine curl` (pure: no Beam).
 
-Why libcurl: a GET of a ~1.9 KB page from nginx over a kept-alive connection cost 0.057–0.085
-ms of this process's CPU with pycurl against 0.264–0.296 ms with urllib3 alone (scratch
-benchmark, one thread), because libcurl writes the request and parses the response in C
-with the interpreter lock released; with the fetcher's own work around it, 0.19–0.24 against
-0.29–0.33 ms. (On 16–32 threads in one process, as a fetch process runs them, only 6–12 % less
-CPU a page than urllib3, computed from the means; by my reading the interpreter lock's
-hand-offs eat most of the HTTP work saved. No crawl measured faster, so `threads` stays the
-default.) libcurl is the most used HTTP client there is, and pycurl its maintained binding
-(wheels with their own libcurl on PyPI).
+Why libcurl: a GET of a ~1.9 KB page from nginx over a kept-alive connection cost
+0.057–0.085 ms of this process's CPU with pycurl against 0.264–0.296 ms with urllib3 alone
+(scratch benchmark, one thread), because libcurl writes the request and parses the response
+in C with the interpreter lock released; with the fetcher's own work around it, 0.19–0.24
+against 0.29–0.33 ms. On 16–32 threads in one process, as a fetch process runs them, only
+6–12 % less CPU a page than urllib3 (computed from the means); but in a whole round the
+fetch processes used ~30 % less CPU, and whole bench50k crawls ran ~10 % faster (faster in
+each of six alternating pairs; means computed; benchmarks/RESULTS.md, twentieth session), so
+libcurl is the default. libcurl is the most used HTTP client there is, and pycurl its
+maintained binding (wheels with their own libcurl on PyPI).
 
 `CurlSender.send` runs the whole exchange in libcurl and keeps the body as received, up to
 what the fetcher's readers could take of it for the body cap (past it the transfer is cut

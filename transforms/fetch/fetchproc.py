@@ -143,7 +143,7 @@ def serve(conn, config, threads):
 
 # ------------------------------------------------------------------ the parent
 
-def fetch_processes(value: str, cores: int | None = None, engine: str = "threads") -> int:
+def fetch_processes(value: str, cores: int | None = None, engine: str = "curl") -> int:
     """`--fetch_process`: a number of fetch processes, true (1), false (0, the round's own
     process), or auto: where there are 2+ cores, 1 for the event-loop engine, 2 for fetch
     threads (`FetchFleet` says why), else 0. (bench50k, 32 hosts in flight: one process on
