@@ -24,6 +24,7 @@ strategy) raises ConfigError naming the flag, before anything is written.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import re
 from dataclasses import dataclass
 
@@ -201,6 +202,21 @@ def check_render(cfg: RenderConfig) -> None:
         raise ConfigError(f"--render {cfg.mode}: {problem}; or crawl without rendering (--render none)")
 
 
+# the client libraries each fetch engine imports in its fetch processes (requirements.txt)
+ENGINE_MODULES = {"curl": ("pycurl",), "loop": ("aiohttp", "greenlet")}
+
+
+def check_engine(engine: str) -> None:
+    """A fetch engine's client library must be installed: one line before the round starts,
+    not an ImportError from a fetch process once it has begun (a partial install, or a
+    platform without a pycurl wheel, may miss one). Only looked up, not imported."""
+    missing = [m for m in ENGINE_MODULES.get(engine, ()) if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ConfigError(f"--fetch_engine {engine}: {' and '.join(missing)} not installed; install "
+                          f"requirements.txt (pip install -r requirements.txt) or fetch with "
+                          f"--fetch_engine threads")
+
+
 def fetch_config(s) -> FetchConfig:
     try:
         return FetchConfig(
@@ -306,6 +322,7 @@ class RoundConfig:
         scope = url_filter(s)
         fetch = fetch_config(s)
         check_render(fetch.render)
+        check_engine(fetch.engine)
         sigs = refusal_signatures(fetch, scope)
         near = float(s["near_duplicates"] or 0)
         parquet, warc = stores(s)

@@ -231,3 +231,19 @@ def test_an_unknown_strategy_lists_only_the_strategies_a_crawl_can_use():
     with pytest.raises(ConfigError) as e:
         ordering({"strategy": "nosuch", "strategy_params": ""})
     assert "opic" in str(e.value) and "omniscient" not in str(e.value)
+
+
+@pytest.mark.parametrize("engine, hidden", [("curl", "pycurl"), ("loop", "aiohttp")])
+def test_a_fetch_engine_whose_library_is_missing_is_one_line(engine, hidden, crawl_dir, capsys, monkeypatch):
+    """The default engine (curl) or loop without its client library: refused before the
+    round starts, naming the library and the way out; threads needs neither."""
+    import importlib.util
+
+    from pipelines.config import check_engine
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a, **k: None if name == hidden else real(name, *a, **k))
+    argv = ["--crawl_dir", str(crawl_dir)] + (["--fetch_engine", engine] if engine != "curl" else [])
+    line = refused(round_mod.main, argv, capsys, crawl_dir, f"--fetch_engine {engine}: {hidden} not installed")
+    assert "--fetch_engine threads" in line
+    check_engine("threads")   # urllib3 only
