@@ -1,6 +1,6 @@
 """Tests of the host fetcher on every engine: `GreenHostFetcher` is a HostFetcher(green=True)
 whose calls run as jobs of a GreenPool (as --fetch_engine loop runs them), driven from the
-test's thread; `both_engines` parametrizes a test module over the three engines (the two
+test's thread; `every_engine` parametrizes a test module over the three engines (the two
 thread engines, curl and threads, differ in their config's `engine` only)."""
 import functools
 
@@ -37,7 +37,7 @@ class GreenHostFetcher:
         return getattr(self._fetcher, name)
 
 
-def both_engines(module_globals):
+def every_engine(module_globals):
     """An autouse fixture running each test of a module on libcurl, then urllib3 (threaded
     fetchers), then the green fetcher; the module's `loopback_config` gives configs of that
     engine (the fetch step's pool and the fetcher's sender follow it)."""

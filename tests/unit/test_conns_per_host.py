@@ -7,10 +7,10 @@ from schemas.tables import OK
 from tests.unit.httpfixtures import LocalServer, loopback_config, page, send, status
 from transforms.fetch import hostfetcher
 from transforms.fetch.hostfetcher import HostFetcher
-from tests.unit.greenfetch import both_engines
+from tests.unit.greenfetch import every_engine
 from transforms.fetch.records import TRANSIENT, FetchRequest
 
-engine = both_engines(globals())
+engine = every_engine(globals())
 
 
 class InFlight:

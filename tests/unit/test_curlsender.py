@@ -1,6 +1,6 @@
 """The libcurl sender's own parts and its head reading (`--fetch_engine curl`); its fetches are tested with the
 other engines' in test_fetcher.py, test_robots.py, test_warc.py and the others using
-`greenfetch.both_engines`."""
+`greenfetch.every_engine`."""
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st

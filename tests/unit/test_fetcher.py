@@ -20,10 +20,10 @@ from transforms.fetch.hostfetcher import HostFetcher
 from transforms.fetch.connection import media_type, parse_retry_after
 from transforms.fetch.httpbody import BoundedDecoder, decompress_bounded
 from transforms.fetch.netguard import Resolver
-from tests.unit.greenfetch import both_engines
+from tests.unit.greenfetch import every_engine
 
 NO_ROBOTS = {"/robots.txt": status(404)}
-engine = both_engines(globals())
+engine = every_engine(globals())
 
 
 def fetch(srv, paths, state=None, name="site.test", **cfg):

@@ -66,7 +66,10 @@ _PROTOCOL = {_WEIRD_SERVER_REPLY, pycurl.E_UNSUPPORTED_PROTOCOL, pycurl.E_HTTP_R
 
 class _Headers(dict):
     """A head's fields by lower-case name, repeated names joined by ", " (as urllib3's
-    HTTPHeaderDict joins them), with the case-insensitive `get` the fetcher reads them by."""
+    HTTPHeaderDict joins them), with the case-insensitive `get` the fetcher reads them by.
+    (Not HTTPHeaderDict itself, as `loopsender` uses: scratch timeit, a usual 8-field head
+    read three times, 12.4-12.8 us with HTTPHeaderDict, 4.1-4.8 us for the whole
+    CurlResponse with this.)"""
 
     def get(self, name: str, default=None):
         return dict.get(self, name.lower(), default)
