@@ -21,7 +21,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines import report as report_mod
 from pipelines.crawldir import DELTA_TABLES, CrawlDir
 from pipelines.round import round_config
-from pipelines.roundpipeline import build_round, plan_round
+from pipelines.roundpipeline import budget_sizes, build_round, plan_round
 from pipelines.runner import run_pipeline
 from pipelines.settings import ROUND_SETTINGS, UsageError, effective_round_settings
 from schemas import tables
@@ -106,7 +106,7 @@ def run_inject(argv):
     crawl.write_json(round_no, "options.json", settings)
     fleet.write_read_through(crawl, round_no, cfg.shard, fleet.read_through(crawl, prev))
     run_pipeline(lambda p: build_round(p, crawl, cfg, plan, seeds=bundles, do_fetch=False),
-                 cmd.beam_argv)
+                 cmd.beam_argv, eager_heap=budget_sizes(cfg.memory_mb)["eager_heap"])
     report = report_mod.round_report(crawl, round_no, prev, settings, now, time.time())
     report["injected"] = len(bundles[0]["dst"])
     report["forwarded_seeds"] = int(report["stats"].get("forwarded_urls", 0))   # other shards' hosts

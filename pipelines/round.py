@@ -20,7 +20,8 @@ from pipelines.config import ConfigError, RoundConfig
 from pipelines.crawldir import CrawlDir, CrawlStateError
 from pipelines.frontierlayout import frontier_as_delta
 from pipelines.revisits import plan_revisits, write_compaction
-from pipelines.roundpipeline import build_round, changed_refusal_settings, discard_spill, plan_round
+from pipelines.roundpipeline import (build_round, budget_sizes, changed_refusal_settings, discard_spill,
+                                    plan_round)
 from pipelines.runner import run_pipeline
 from pipelines.settings import UsageError, effective_round_settings
 from transforms import faults
@@ -115,7 +116,8 @@ def next_round(cmd, out=print, noted=None):
     fleet.write_read_through(crawl, round_no, cfg.shard, read_through)
     result = run_pipeline(lambda p: build_round(p, crawl, cfg, plan, revisits=revisits, inbox=inbox,
                                                 frontier_delta=delta), cmd.beam_argv,
-                          helpers=_uses_helpers(crawl, prev, cfg))
+                          helpers=_uses_helpers(crawl, prev, cfg),
+                          eager_heap=budget_sizes(cfg.memory_mb)["eager_heap"])
     discard_spill(crawl, round_no)   # the round's spill files (memory budget) are read by now
     report = report_mod.round_report(crawl, round_no, prev, settings, started, time.time(), result)
     report["round_time"] = now          # the clock generate and the due tests ran at

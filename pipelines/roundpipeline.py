@@ -14,6 +14,7 @@ import pyarrow as pa
 from pipelines import report as report_mod
 from pipelines.config import settings_signatures
 from pipelines.runner import spreads_files
+from pipelines.settings import ROUND_SETTINGS
 from schemas import tables
 from transforms.archive.step import WriteWarc
 from transforms.contentseen.oldside import OLD_COLUMNS
@@ -60,10 +61,13 @@ def _clamp(v, low, high):
 
 def budget_sizes(memory_mb):
     """What --memory_mb sizes (README "Memory budget"): pages fetched but not yet parsed,
-    bytes per link spill file, link bundles per batch, URL-seen rows per bucket."""
+    bytes per link spill file, link bundles per batch, URL-seen rows per bucket; and whether
+    the round's process hands freed memory back at once (`eager_heap`: below the default
+    budget; `runner.lean_allocators`)."""
     m = int(memory_mb)
     return {"ready_pages": _clamp(m // 4, 16, 1024), "spill_bytes": m * MB // 16,
-            "link_batch": _clamp(m // 2, 100, 2000), "bucket_rows": _clamp(m * 200, 20_000, BUCKET_ROWS)}
+            "link_batch": _clamp(m // 2, 100, 2000), "bucket_rows": _clamp(m * 200, 20_000, BUCKET_ROWS),
+            "eager_heap": m < ROUND_SETTINGS["memory_mb"].default}
 
 
 def url_seen_buckets(rows, max_pages, bucket_rows):

@@ -49,22 +49,37 @@ def pipeline_options(argv):
     return options, None
 
 
-M_ARENA_MAX = -8   # glibc mallopt parameter
+M_ARENA_MAX, M_MMAP_THRESHOLD = -8, -3   # glibc mallopt parameters
+EAGER_MMAP_THRESHOLD = 16 << 20   # with eager_heap: blocks this big or more are mapped
 
 
-def lean_allocators():
+def lean_allocators(eager_heap=False):
     """Memory freed inside a round goes back to the allocator the next stage uses (README
     "Memory budget"): Arrow allocates from the C heap instead of its mimalloc pool, and
     glibc keeps 2 malloc arenas instead of up to 8 per core (the fetch threads each
     claimed one and left it fragmented). Measured on a 4 000-page round: peak RSS 876 MB,
     with the system pool 777 MB, with 2 arenas 822 MB. Process-wide; idempotent.
 
-    (Not done: fixing glibc's mmap threshold at 1 MB, so that large blocks are unmapped
-    when freed. One 5 000-page bench50k round: peak RSS -12 MB, RSS after the fetch stage
-    -50 MB, for +0.5 s CPU (+6 %), A/B x3.)"""
+    `eager_heap` (a `--memory_mb` below the default): freed memory also goes back to the OS
+    at once, for a few % more CPU. glibc left to itself raises its mmap threshold to the
+    size of each large block freed (up to 32 MB) and its trim threshold to twice that, so up
+    to 64 MB free at its heap's top stays with the process: after a 45 207-page bench150k
+    round its heap was 189 MB with 131 MB free, against 88 MB with 45 free after a 5 000-page
+    round. Fixing the mmap threshold (at 16 MB) stops that rule, and the trim threshold stays
+    at 128 KB (the heap's top goes back as soon as that much of it is free). With
+    `--memory_mb 256` (`benchmarks.round_memory`, alternating): the 45 207-page round's process
+    peaked at 387 / 380 MB against 432 / 422 MB (CPU 24.17 / 23.71 against 24.01 / 23.60 s), a
+    5 000-page bench50k round's at 277 / 277 / 279 against 284 / 297 / 290 MB (its round
+    4.777 s against 4.597 s, means of 3); the tree's peak, in the fetch stage, did not move.
+    With the default budget whole crawls of 5 000-page rounds took 62.4 s against 61.3 s
+    (means of 4, alternating; benchmarks/RESULTS.md, twenty-first session), so it is not the
+    default. Once set in a process it stays set: glibc has no way back to its own rule."""
     pa.set_memory_pool(pa.system_memory_pool())
     try:
-        ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, 2)
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(M_ARENA_MAX, 2)
+        if eager_heap:
+            libc.mallopt(M_MMAP_THRESHOLD, EAGER_MMAP_THRESHOLD)
     except (OSError, AttributeError):   # not glibc: nothing to tune
         pass
 
@@ -259,16 +274,18 @@ def workers_in_this_process(options, runner) -> bool:
         "in_memory", "multi_threading")
 
 
-def run_pipeline(builder, argv, helpers=False):
+def run_pipeline(builder, argv, helpers=False, eager_heap=False):
     """Build (`builder(p)`) and run a pipeline with Beam flags `argv`; its result. `helpers`:
     the stages will likely start helper processes (transforms.procs), so on the in-process
-    runner their fork server starts now, in the background, while the first stages run."""
+    runner their fork server starts now, in the background, while the first stages run.
+    `eager_heap`: on the in-process runner, this process hands freed memory back to the OS
+    at once (`lean_allocators`)."""
     construction.install()
     options, runner = pipeline_options(argv)
     if runner is not None:   # the in-process runner: this process holds the round
         if helpers:
             warm_fork_server()
-        lean_allocators()
+        lean_allocators(eager_heap)
         freeze_survivors()
         no_state_cache()
         release_stage_state()

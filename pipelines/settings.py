@@ -325,9 +325,9 @@ ROUND_SETTINGS = {s.name: s for s in [
     S("remove_shard", str, "", "sharding", "Comma-separated shards taken off the ring: their hosts "
       "pass to the next shard on the ring (consistent) or are re-spread (hash_mod)."),
     # --- memory budget (issue #12; README "Memory budget") ---
-    S("memory_mb", int, 1024, "runner", "Memory budget of a round's buffers, in MB (pages to parse, "
-      "spill files, link batches, URL-seen buckets are sized from it); it bounds those, not the "
-      "process: a round's peak still grows with --max_pages (README \"Memory budget\").", at_least(64, " MB")),
+    S("memory_mb", int, 1024, "runner", "Memory budget of a round's buffers, in MB (pages to parse, spill files, "
+      "link batches, URL-seen buckets); not of the process, whose peak grows with --max_pages. Below 1024, "
+      "freed memory goes back to the OS at once, a few % more CPU (README \"Memory budget\").", at_least(64, " MB")),
 ]}
 
 CRAWL_DIR = S("crawl_dir", str, None, "command", "Crawl directory: a local path or any Beam "

@@ -10,7 +10,7 @@ import apache_beam as beam
 import pytest
 from apache_beam.runners.worker import bundle_processor, sdk_worker, statesampler
 
-from pipelines import runner
+from pipelines import runner, settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -82,6 +82,51 @@ def test_arrow_cpp_pool_is_the_system_allocator():
                           "print(pa.default_memory_pool().backend_name)"],
                          env=env, capture_output=True, text=True, check=True, cwd=REPO)
     assert got.stdout.strip() == "system"
+
+
+# A 20 MB block malloc'd after a 24 MB block was freed: the mapped bytes it adds while it lives.
+_MAPPED_AFTER_A_BIG_FREE = """
+import ctypes, sys
+from pipelines.runner import lean_allocators
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                                               "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+try:
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallinfo2.restype = MallInfo2
+except (OSError, AttributeError):
+    print("no-mallinfo2")
+    sys.exit(0)
+libc.malloc.restype, libc.malloc.argtypes, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_size_t], [ctypes.c_void_p]
+lean_allocators(eager_heap=sys.argv[1] == "eager")
+libc.free(libc.malloc(24 << 20))   # glibc's own rule now puts blocks under 24 MB in its heap
+before = libc.mallinfo2().hblkhd
+block = libc.malloc(20 << 20)
+print(libc.mallinfo2().hblkhd - before)
+libc.free(block)
+"""
+
+
+def test_an_eager_heap_maps_large_blocks_after_a_large_free():
+    """With eager_heap (a --memory_mb below the default) glibc's thresholds are fixed: a 20 MB
+    block is mapped, and unmapped when freed, even after a bigger block was freed; without it
+    glibc's own rule takes it from its heap, whose free top it keeps."""
+    def mapped(mode):
+        got = subprocess.run([sys.executable, "-c", _MAPPED_AFTER_A_BIG_FREE, mode], capture_output=True,
+                             text=True, check=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+        if got.stdout.strip() == "no-mallinfo2":
+            pytest.skip("not glibc 2.33+")
+        return int(got.stdout)
+    assert mapped("default") == 0
+    assert mapped("eager") >= 20 << 20
+
+
+def test_only_a_budget_below_the_default_makes_the_heap_eager():
+    from pipelines.roundpipeline import budget_sizes
+    default = settings.ROUND_SETTINGS["memory_mb"].default
+    assert not budget_sizes(default)["eager_heap"]
+    assert not budget_sizes(4 * default)["eager_heap"]
+    assert budget_sizes(default // 4)["eager_heap"]
 
 
 
