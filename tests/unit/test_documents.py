@@ -112,9 +112,16 @@ def test_a_slow_pdf_stops_at_the_time_budget_with_what_was_read():
     limits = dataclasses.replace(LIMITS, seconds=0.2, max_pages=10_000)
     doc, seconds = parsed("/pages.pdf", limits)
     # pypdf lists the 10 000-page tree first (~0.6 s here, capped by the page-tree limits),
-    # then the budget is checked before each page: it stops long before the 10 000th
-    assert "time budget of 0.2 s spent after" in doc.reason and "of 10000 pages" in doc.reason
-    read = int(doc.reason.split(" after ")[1].split(" of ")[0])
+    # then the budget is checked before each page: it stops long before the 10 000th. On a
+    # loaded machine opening the file may take the whole 0.2 s: it then stops before the
+    # tree is listed, and the reason has no page counts
+    assert doc.reason.startswith("pdf: time budget of 0.2 s spent"), doc.reason
+    if " after " in doc.reason:
+        assert doc.reason.endswith(" of 10000 pages"), doc.reason
+        read = int(doc.reason.split(" after ")[1].split(" of ")[0])
+    else:
+        assert doc.reason == "pdf: time budget of 0.2 s spent", doc.reason
+        read = 0
     # not a timing figure (CI machines are loaded): only "it stopped, and did not hang"
     assert read < 10_000 and seconds < 30.0
     assert ("Page of the long tree" in doc.text) == (read > 0)
