@@ -1,7 +1,8 @@
 """The crawl directory: committed rounds, table views, and the commit protocol.
 
 Every read and write goes through Beam's `FileSystems`, so a crawl directory can live on
-a local disk or on gs://, s3://, hdfs://. Layout (see DESIGN.md):
+a local disk or on gs://, s3://, hdfs:// (Arrow opens a local Parquet file itself:
+`tableio.files.open_parquet` says why). Layout (see DESIGN.md):
 
     CRAWL/crawl.json
     CRAWL/rounds/000007/{frontier,visited,links,pages,hosts,filtered}/*.parquet
@@ -38,11 +39,10 @@ import posixpath
 import re
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from schemas import tables
-from transforms.tableio.files import read_view
+from transforms.tableio.files import open_parquet, read_view
 from transforms.tableio.layers import read_layers
 
 SNAPSHOT_TABLES = ("frontier", "hosts", "opic", "deepweb")
@@ -318,8 +318,7 @@ class CrawlDir:
         rows = 0
         for path in files:
             try:
-                with FileSystems.open(path) as f:  # reads only the footer
-                    pf = pq.ParquetFile(f)
+                with open_parquet(path) as pf:  # reads only the footer
                     file_schema = pf.schema_arrow
                     rows += pf.metadata.num_rows
             except Exception as e:

@@ -21,12 +21,10 @@ import collections
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
-from apache_beam.io.filesystems import FileSystems
 
 from pipelines.crawldir import LAYERED, CrawlStateError
 from schemas import tables
-from transforms.tableio.files import read_row_group
+from transforms.tableio.files import open_parquet, read_row_group
 from transforms.tableio.layers import read_layers
 
 TOP = 10
@@ -60,8 +58,8 @@ def _scan(crawl, table, upto, columns):
         return
     for path in _files_of(crawl, table, upto):
         try:
-            with FileSystems.open(path) as f:
-                groups = pq.ParquetFile(f).num_row_groups
+            with open_parquet(path) as pf:
+                groups = pf.num_row_groups
             for i in range(groups):
                 yield read_row_group(path, i, schema, columns)
         except Exception as e:

@@ -1,7 +1,7 @@
 """Reading crawl-table files: row groups and whole views, through Beam's `FileSystems`
 (so gs://, s3:// and hdfs:// crawl directories work as local ones). No pipeline needed."""
 
-import io
+import contextlib
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -21,12 +21,40 @@ def _read_columns(schema, columns, file_schema):
     return [c for c in wanted if c in file_schema.names]
 
 
+def arrow_source(path):
+    """`path` opened for Arrow (a file Arrow reads without calling into Python; close it).
+
+    Arrow reads and decodes on its own threads (a Parquet read even with `use_threads=False`,
+    an IPC file's batches through its I/O pool). Handed a Python file (a `FileSystems`
+    handle), those threads call back into Python for each chunk and keep it (a Python
+    buffer) until their task ends, which can be after the read has returned. One that let
+    go of it while the interpreter was exiting needed the GIL and aborted the process
+    ("terminate called without an active exception", exit -6): a `crawl` that stopped right
+    after reading its frontier, once in ~380 runs on a loaded machine. So `FileSystems`
+    says which file system the path is on; a local file is opened by Arrow itself (read
+    piece by piece, as before), any other (gs://, s3://, hdfs://) is read through
+    `FileSystems` into memory Arrow owns, whole."""
+    if FileSystems.get_scheme(path) is None:
+        return pa.OSFile(path)
+    with FileSystems.open(path) as f:
+        data = f.read()
+    owned = pa.allocate_buffer(len(data))
+    memoryview(owned).cast("B")[:] = data
+    return pa.BufferReader(owned)
+
+
+@contextlib.contextmanager
+def open_parquet(path):
+    """`path` as a `pq.ParquetFile` read from its `arrow_source`."""
+    with arrow_source(path) as source:
+        yield pq.ParquetFile(source)
+
+
 def read_row_group(path, index, schema, columns=None) -> pa.Table:
     """Row group `index` of `path`, conformed to `schema` restricted to `columns`."""
     sub = _subschema(schema, columns)
     try:
-        with FileSystems.open(path) as f:
-            pf = pq.ParquetFile(f)
+        with open_parquet(path) as pf:
             t = pf.read_row_group(index, columns=_read_columns(sub, None, pf.schema_arrow))
     except Exception as e:
         raise ParquetReadError(f"{path}: cannot read row group {index} ({type(e).__name__}: {e}). "
@@ -41,8 +69,7 @@ def read_row_groups(path, schema):
     elements between stages.
     """
     try:
-        with FileSystems.open(path) as f:
-            pf = pq.ParquetFile(f)
+        with open_parquet(path) as pf:
             cols = _read_columns(schema, None, pf.schema_arrow)
             for i in range(pf.num_row_groups):
                 t = tables.conform(pf.read_row_group(i, columns=cols), schema)
@@ -58,8 +85,7 @@ def read_view(files, schema, columns=None) -> pa.Table:
     sub = _subschema(schema, columns)
     parts = []
     for path in files:
-        with FileSystems.open(path) as f:
-            pf = pq.ParquetFile(io.BytesIO(f.read()))
+        with open_parquet(path) as pf:
             t = pf.read(columns=_read_columns(sub, None, pf.schema_arrow))
         parts.append(tables.conform(t, sub))
     return pa.concat_tables(parts) if parts else sub.empty_table()

@@ -14,19 +14,17 @@ snapshot is filtered row group by row group, never held or shuffled.
 """
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
-from apache_beam.io.filesystems import FileSystems
 
 from schemas.tables import ParquetReadError
-from transforms.tableio.files import read_row_groups
+from transforms.tableio.files import open_parquet, read_row_groups
 
 KEY = "fp"
 
 
 def _keys(path, key=KEY):
     try:
-        with FileSystems.open(path) as f:
-            col = pq.ParquetFile(f).read(columns=[key]).column(key)
+        with open_parquet(path) as pf:
+            col = pf.read(columns=[key]).column(key)
     except Exception as e:
         raise ParquetReadError(f"{path}: cannot read this Parquet file ({type(e).__name__}: "
                                f"{e}). It is missing or damaged; restore it from a backup.") from e
@@ -75,8 +73,7 @@ class DeltaIndex:
 def layer_key_groups(path, key=KEY):
     """Yield (ParquetFile, row group, key array) of `path`'s row groups (key column only)."""
     try:
-        with FileSystems.open(path) as f:
-            pf = pq.ParquetFile(f)
+        with open_parquet(path) as pf:
             for i in range(pf.num_row_groups):
                 col = pf.read_row_group(i, columns=[key]).column(key)
                 yield pf, i, np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.int64)

@@ -8,9 +8,9 @@ into the fetch stage's input, and decoded there whole before the first host was 
 the round's spill directory as it comes and passes on `(key, TableRef)`, a few dozen bytes;
 the fetch step reads a host's table (`TableFiles.read`) only when its host is sent to be
 fetched. A ref goes out only once its file is closed, so nothing reads a file being written.
-Tables with no rows pass as they are. All I/O goes through Beam's FileSystems. URL-seen's
-bucket parts take the same way through its shuffle (`split`: the writing step cuts each table
-into its buckets' parts).
+Tables with no rows pass as they are. All I/O goes through Beam's FileSystems (a local
+file is read by Arrow itself: `files.arrow_source`). URL-seen's bucket parts take the same
+way through its shuffle (`split`: the writing step cuts each table into its buckets' parts).
 
 IPC files rather than the spill files' pickle stream: hosts are fetched longest first, not in
 file order, and an IPC file reads any batch directly (a cached reader: ~21 us a 30-row batch,
@@ -27,6 +27,7 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
+from transforms.tableio.files import arrow_source
 from transforms.tableio.globalwindow import in_global_window
 
 
@@ -53,7 +54,7 @@ class TableFiles:
     def read(self, ref: TableRef) -> pa.Table:
         with self._lock:
             if ref.path not in self._open:
-                handle = FileSystems.open(ref.path)
+                handle = arrow_source(ref.path)
                 self._open[ref.path] = (handle, pa.ipc.open_file(handle))
             reader = self._open[ref.path][1]
             return pa.Table.from_batches([reader.get_batch(i) for i in range(ref.first, ref.first + ref.count)],

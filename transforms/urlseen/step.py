@@ -8,12 +8,10 @@ import time
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
-from apache_beam.io.filesystems import FileSystems
 
 from schemas import tables
 from schemas.tables import FP_ONLY, ParquetReadError
-from transforms.tableio.files import read_row_groups
+from transforms.tableio.files import open_parquet, read_row_groups
 from transforms.tableio.sideinput import combined_side_input, side_input_of
 from transforms.tableio.step import ReadView
 from transforms.tableio.tablefiles import KeyedTablesToFiles, TableFiles, TableRef
@@ -27,11 +25,10 @@ _REFUSED_BY = pa.schema([("refused_by", pa.string())])
 
 
 def _row_groups(path, schema):
-    """(ParquetFile, its column names) opened through FileSystems; yields per row group
+    """(ParquetFile, its column names) opened with `open_parquet`; yields per row group
     (index, table of `schema`'s columns the file has, conformed)."""
     try:
-        with FileSystems.open(path) as f:
-            pf = pq.ParquetFile(f)
+        with open_parquet(path) as pf:
             names = pf.schema_arrow.names
             for i in range(pf.num_row_groups):
                 cols = [c for c in schema.names if c in names]
