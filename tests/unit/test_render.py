@@ -143,6 +143,25 @@ def test_a_renderer_that_runs_out_of_memory_costs_only_its_page(pool):
 
 
 @needs_browser
+def test_a_page_past_its_deadline_is_a_deadline_not_an_error():
+    """A script that never yields: the browser's own timeout (Playwright's TimeoutError, not
+    asyncio's) is the page's deadline. It was reported as render_error, and so was the
+    memory bomb above when the machine was loaded enough that its deadline came first."""
+    spin = b"<html><body><script>for(;;){}</script></body></html>"
+    ok = b'<html><body><script>document.body.innerHTML="<a href=\\"/y\\">y</a>"</script></body></html>'
+    p = render.BrowserPool(RenderConfig("auto", seconds=2.0, pages=1))
+    try:
+        with LocalServer({"/robots.txt": page(b"", "text/plain"), "/spin": page(spin),
+                          "/ok": page(ok)}) as srv:
+            (spun, fine), _ = _fetch(p, srv, ["/spin", "/ok"])
+    finally:
+        p.close()
+    assert spun.rendered is False and spun.reason == "render_deadline", spun.reason
+    assert spun.outcome == "ok" and spun.body == spin          # the static HTML is kept
+    assert fine.rendered is True and fine.render_links == 1
+
+
+@needs_browser
 def test_scripts_from_an_allowed_other_host_keep_its_robots_and_other_hosts_are_refused():
     cdn_js = b'document.getElementById("app").innerHTML = "<a href=\\"/from-cdn\\">cdn</a>";'
     cdn_routes = {"/robots.txt": page(b"User-agent: *\nDisallow: /blocked.js\n", "text/plain"),

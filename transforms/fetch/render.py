@@ -105,7 +105,9 @@ class BrowserPool:
             raise
 
     async def _start(self):
+        from playwright.async_api import TimeoutError as PageTimeout
         from playwright.async_api import async_playwright
+        self._page_timeout = PageTimeout   # the browser's own deadline (not asyncio's)
         self._pw = await async_playwright().start()
         self._sem = asyncio.Semaphore(max(1, self.cfg.pages))
         self._browser, self._active, self._roots, self._closing = None, {}, {}, set()
@@ -157,6 +159,8 @@ class BrowserPool:
                     self._recycle = True
                     session.context = session.page = None
                     return None, "hung"
+                return None, "deadline"
+            except self._page_timeout:   # (a memory bomb the deadline stopped before it crashed)
                 return None, "deadline"
             except Exception as e:   # noqa: BLE001 - a crashed page costs only this page
                 crashed = "crash" in str(e).lower() or not b.is_connected()
