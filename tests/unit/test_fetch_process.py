@@ -471,3 +471,50 @@ def test_the_pipes_are_read_again_while_the_messages_read_go_downstream():
 
     assert reads_ahead(256)
     assert not reads_ahead(1)
+
+
+class _FakeChild:
+    """A fetch process that is never started: its pipe hands out the given batches."""
+
+    threads, broken = 2, None
+
+    def __init__(self, batches):
+        self.batches, self.sent = list(batches), []
+
+    def channel(self):
+        return self
+
+    def put(self, message):
+        self.sent.append(message)
+
+    def take(self, max_bytes=None):
+        batches, self.batches = self.batches, []
+        return batches
+
+    def _break(self, error):
+        self.broken = str(error)
+
+    def close(self, kill=False):
+        pass
+
+
+def test_a_bundle_holds_the_received_pages_of_its_hosts_in_flight_only():
+    """What `lost` needs of a host (the fps of its pages already received) goes once the host
+    is done, so a round's fetch holds its hosts in flight, not every page of the round."""
+    import collections
+
+    from transforms.fetch.fetchproc import _ChildRun
+    rows = [{"fp": i, "url": f"http://a.test/{i}", "depth": 1} for i in range(3)]
+    child = _FakeChild([[("page", "a.test", {"fp": 0}), ("page", "b.test", {"fp": 2}),
+                         ("page", "a.test", {"fp": 1}), ("done", "a.test", ([], {}, []))]])
+    unsent = collections.deque([("a.test", rows, None), ("b.test", rows, None)])
+    run = _ChildRun(child, unsent)
+    run.begin_one()
+    run.begin_one()
+    assert set(run.by_host) == {"a.test", "b.test"}
+    messages = run.take()
+    assert [m[0] for m in messages] == ["page", "page", "page", "done"]
+    assert dict(run.received) == {"b.test": {2}}
+    lost = run.lost(RuntimeError("killed"))   # b.test's page 2 came: only 0 and 1 are retried
+    assert [(m[0], m[1]) for m in lost] == [("done", "b.test")]
+    assert [p["fp"] for p in lost[0][2][0]] == [0, 1]

@@ -238,8 +238,9 @@ class _ChildRun:
                     return out
                 if kind == "page":
                     self.received[message[1]].add(message[2]["fp"])
-                elif kind == "done":
-                    del self.by_host[message[1]]
+                elif kind == "done":   # a done host's pages are no longer needed for
+                    del self.by_host[message[1]]   # `lost`: only hosts in flight are held
+                    self.received.pop(message[1], None)
                     try:
                         self._send_next()   # before the host's outputs go downstream
                     except (OSError, ValueError):   # the child is gone: these messages still
