@@ -23,6 +23,9 @@ bounded by the round's pages): see README "### Duplicates".
 from __future__ import annotations
 
 import hashlib
+from array import array
+
+import numpy as np
 
 BLOCKS_FOR_MINHASH = "_blocks"   # visited-row key carrying the page's main-content blocks
 BLOCK_FPS = "_block_fps"         # ... and their block_fp, in order (hashed once, by the page step)
@@ -48,34 +51,92 @@ def page_block_fps(blocks, fps=None) -> tuple[int, ...]:
 
 
 class BlockCounts:
-    """Per host: distinct pages (by block list) each block fingerprint occurs on."""
+    """Per host: distinct pages (by block list) each block fingerprint occurs on.
 
-    __slots__ = ("counts", "pages")
+    Held as arrays, not a dict of Python ints: a block fingerprint costs 16 bytes counted
+    plus 8 while it waits in the page buffer, where a dict entry kept its boxed int alive too
+    (one host's accumulator grows with its pages in the round: 45 000 pages of 3 shared and
+    3 own blocks held 13.0 MB as a dict, 2.4-3.5 MB as arrays). Pages are buffered as they
+    come and folded into the sorted counts once the buffer has grown to half their size
+    (`_fold`), so a host's folds cost O(n log n) in all."""
+
+    __slots__ = ("_fps", "_counts", "_keys", "_page_keys", "_page_sizes", "_page_fps")
+
+    FOLD_MIN = 4096   # buffered fingerprints before the first fold
 
     def __init__(self):
-        self.pages: set = set()
-        self.counts: dict[int, int] = {}
+        self._fps = np.empty(0, np.int64)      # distinct block fps, sorted
+        self._counts = np.empty(0, np.int64)   # ... the distinct pages each is on
+        self._keys = np.empty(0, np.int64)     # the counted pages' keys (hash of the fps), sorted
+        self._page_keys, self._page_sizes, self._page_fps = array("q"), array("q"), array("q")
 
     def add_page(self, fps: tuple) -> BlockCounts:
-        key = hash(fps)
-        if key not in self.pages:
-            self.pages.add(key)
-            for f in fps:
-                self.counts[f] = self.counts.get(f, 0) + 1
+        """Count a page's distinct block fps (`page_block_fps`), once per distinct list."""
+        self._page_keys.append(hash(fps))
+        self._page_sizes.append(len(fps))
+        self._page_fps.extend(fps)
+        if len(self._page_fps) >= max(self.FOLD_MIN, len(self._fps) // 2):
+            self._fold()
         return self
+
+    def _fold(self):
+        """The buffered pages into the counts: a page whose key was counted already (before
+        or earlier in the buffer) adds nothing."""
+        if not len(self._page_keys):
+            return
+        keys = np.frombuffer(self._page_keys, np.int64)
+        _, first = np.unique(keys, return_index=True)
+        new = np.zeros(len(keys), bool)
+        new[first] = True
+        new &= ~_places(self._keys, keys)[1]
+        fps = np.frombuffer(self._page_fps, np.int64)[np.repeat(new, np.frombuffer(self._page_sizes, np.int64))]
+        self._keys = _union(self._keys, np.unique(keys[new]))
+        self._add_counts(*np.unique(fps, return_counts=True))
+        self._page_keys, self._page_sizes, self._page_fps = array("q"), array("q"), array("q")
+
+    def _add_counts(self, fps, counts):
+        """Counts of distinct sorted `fps` added (inserted: the whole is not sorted again)."""
+        at, known = _places(self._fps, fps)
+        self._counts[at[known]] += counts[known]
+        self._fps = np.insert(self._fps, at[~known], fps[~known])
+        self._counts = np.insert(self._counts, at[~known], counts[~known])
 
     def merge(self, other: BlockCounts) -> BlockCounts:
         # (a block list seen by both sides -- the same content in two bundles -- is counted
         # twice: rare, and it only lowers the bar for a block by one page)
-        for f, c in other.counts.items():
-            self.counts[f] = self.counts.get(f, 0) + c
-        self.pages |= other.pages
+        self._fold()
+        other._fold()
+        self._add_counts(other._fps, other._counts)
+        self._keys = _union(self._keys, other._keys)
         return self
 
     def template(self, min_pages: int = MIN_PAGES, share: float = SHARE) -> frozenset:
         """Block fingerprints on at least max(min_pages, share * pages) distinct pages."""
-        need = max(min_pages, int(share * len(self.pages) + 0.999999))
-        return frozenset(f for f, c in self.counts.items() if c >= need)
+        self._fold()
+        need = max(min_pages, int(share * len(self._keys) + 0.999999))
+        return frozenset(self._fps[self._counts >= need].tolist())
+
+    def __getstate__(self):   # (an accumulator between the combine's steps: folded, arrays only)
+        self._fold()
+        return self._fps, self._counts, self._keys
+
+    def __setstate__(self, state):
+        self._fps, self._counts, self._keys = state
+        self._page_keys, self._page_sizes, self._page_fps = array("q"), array("q"), array("q")
+
+
+def _places(sorted_a, b):
+    """Where each of `b` goes in `sorted_a`, and whether it is there already."""
+    at = np.searchsorted(sorted_a, b)
+    if not len(sorted_a):
+        return at, np.zeros(len(b), bool)
+    return at, sorted_a[np.minimum(at, len(sorted_a) - 1)] == b
+
+
+def _union(sorted_a, sorted_b):
+    """Two sorted distinct arrays as one (`sorted_b` inserted: the whole is not sorted again)."""
+    at, known = _places(sorted_a, sorted_b)
+    return np.insert(sorted_a, at[~known], sorted_b[~known])
 
 
 def host_template(pages_blocks, min_pages: int = MIN_PAGES, share: float = SHARE) -> frozenset:
