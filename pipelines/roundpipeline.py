@@ -193,7 +193,11 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
     prev = round_no - 1 if files["frontier"] else None
     view = ViewSpec([(f, r) for _, f, r in crawl.view_layers("frontier", prev)] if prev is not None
                     else [([], [])], tables.FRONTIER)
-    frontier = p | "ReadFrontier" >> ReadView(view, reshuffle=spreads_files(p))
+    # a delta round reads only what Generate and the due counts need (URL-seen reads the rows
+    # it touches itself); a full rewrite, or a shard that sends rows away, reads every column
+    narrow = frontier_delta and not cfg.shard
+    frontier = p | "ReadFrontier" >> ReadView(view, Generate.READ_COLUMNS if narrow else None,
+                                              reshuffle=spreads_files(p))
     if cfg.shard:   # a sharded crawl: only this shard's hosts (the rest go to their owners)
         owned = frontier | "OwnFrontier" >> OwnFrontier(cfg.shard)
         frontier = owned["frontier"]

@@ -68,6 +68,13 @@ FRONTIER = pa.schema([
     ("request_body", pa.string()),
 ])
 
+# The frontier columns a fetched page carries forward into its visited row and its links
+# (transforms/fetch/hostjob). A fetch list needs only these and the score: the rest of a
+# frontier row (anchors, OPIC cash, backoff) stays in the frontier, which URL-seen reads.
+FETCH_CARRIED = ("fp", "url", "host", "depth", "discovered_round", "first_parent", "retries",
+                 "redirects", "source", "inlinks", "topic_score", "topic_inherited", "depth_left",
+                 "method", "request_body")
+
 VISITED = pa.schema([
     ("fp", pa.int64()),
     ("url", pa.string()),

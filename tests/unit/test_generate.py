@@ -74,3 +74,28 @@ def test_generate_emits_one_element_per_host_with_its_urls(spread):
     # the hosts are reshuffled only where a runner spreads them over its workers
     labels = [x.unique_name for x in p.to_runner_api().components.transforms.values()]
     assert any(label.endswith("/SpreadHosts") for label in labels) is spread
+
+
+def test_the_fetch_list_keeps_the_columns_a_fetch_carries_and_drops_the_rest():
+    t = frontier([dict(fp=i, url=f"http://a/{i}", host="a", score=float(i), anchors=["x" * 50] * 8,
+                       first_parent="http://a/", cash=1.0) for i in range(6)])
+    with TestPipeline(runner="FnApiRunner") as p:
+        out = (p | beam.Create([t])
+               | generate_step.Generate(now=0.0, max_pages=4, max_per_host=4, spread=False)
+               | beam.MapTuple(lambda h, tab: (h, tab.column_names, tab.column("first_parent").to_pylist(),
+                                               tab.column("fp").to_pylist())))
+        names = [c for c in t.column_names if c in generate_select.FETCH_LIST_COLUMNS]
+        assert_that(out, equal_to([("a", names, ["http://a/"] * 4, [5, 4, 3, 2])]))
+    # every column a fetched page carries forward is in the fetch list, and the frontier
+    # columns a round reads for it cover the choice (due, score, host cap)
+    from transforms.fetch.hostjob import CARRIED
+    assert set(CARRIED) <= set(names) and "anchors" not in names and "cash" not in names
+    assert set(generate_select.SELECT_COLUMNS) | set(names) <= set(generate_select.READ_COLUMNS)
+
+
+def test_a_frontier_read_with_the_read_columns_generates_the_same_fetch_list():
+    t = _table(n_hosts=3, per_host=12, seed=5)
+    narrow = t.select(list(generate_step.Generate.READ_COLUMNS))
+    fn = generate_step.SelectCombineFn(now=0.0, max_pages=10, max_per_host=4, max_depth=0)
+    wide_sel, narrow_sel = fn.add_input(None, t), fn.add_input(None, narrow)
+    assert narrow_sel.equals(wide_sel)

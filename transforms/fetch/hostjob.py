@@ -12,9 +12,7 @@ from transforms.fetch.netguard import Resolver
 from transforms.urls import canonical as urls_mod
 
 # Frontier columns a fetched page carries forward into its visited row and its links.
-CARRIED = ("fp", "url", "host", "depth", "discovered_round", "first_parent", "retries",
-           "redirects", "source", "inlinks", "topic_score", "topic_inherited", "depth_left",
-           "method", "request_body")
+CARRIED = tables.FETCH_CARRIED
 # ... and the columns a fetch reads from its row (a revisit's validators)
 FETCH_COLUMNS = CARRIED + ("etag", "last_modified")
 

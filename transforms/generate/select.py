@@ -11,6 +11,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from schemas import tables
+
+# A fetch list row: what the fetch reads and a fetched page carries forward, and the score
+# (incremental mode records it). Generate drops the other frontier columns at once: the
+# anchors and the first parent's URL made its selection ~1.3x as big, and it is copied at
+# every stage boundary up to the fetch list's table files.
+FETCH_LIST_COLUMNS = tables.FETCH_CARRIED + ("score",)
+# ... and what it reads to choose them (`due_mask`, `select`)
+SELECT_COLUMNS = ("fp", "host", "score", "not_before", "depth")
+READ_COLUMNS = tuple(c for c in tables.FRONTIER.names if c in FETCH_LIST_COLUMNS or c in SELECT_COLUMNS)
+
 SNAP_BITS = 40   # ~1e-12 relative: far above float noise (~1e-16), far below real differences
 
 
@@ -26,6 +37,11 @@ def rank_within_group(codes: np.ndarray) -> np.ndarray:
     ranks = np.empty(n, dtype=np.int64)
     ranks[order] = np.arange(n) - group_start
     return ranks
+
+
+def fetch_list_rows(table: pa.Table) -> pa.Table:
+    """`table` with only the columns of a fetch list (those it has)."""
+    return table.select([c for c in table.column_names if c in FETCH_LIST_COLUMNS])
 
 
 def due_mask(table: pa.Table, now: float, max_depth: int) -> np.ndarray:

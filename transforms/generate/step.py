@@ -3,7 +3,8 @@
 import apache_beam as beam
 import pyarrow as pa
 
-from transforms.generate.select import due_mask, merge_fetch_list, select, split_by_host
+from transforms.generate.select import (READ_COLUMNS, due_mask, fetch_list_rows, merge_fetch_list,
+                                        select, split_by_host)
 from transforms.tableio.coder import HostTable
 from transforms.tableio.gather import GatherAll
 
@@ -25,7 +26,7 @@ class SelectCombineFn(beam.CombineFn):
         return select(merged, self.max_pages, self.max_per_host)
 
     def add_input(self, acc, batch):
-        eligible = batch.filter(pa.array(due_mask(batch, self.now, self.max_depth)))
+        eligible = fetch_list_rows(batch.filter(pa.array(due_mask(batch, self.now, self.max_depth))))
         return self._merge([acc, eligible])
 
     def merge_accumulators(self, accs):
@@ -42,8 +43,11 @@ class Generate(beam.PTransform):
     With `spread` (a runner with several workers) the hosts are reshuffled, so the fetch
     runs on every worker, not only on the one that made the selection; the in-process
     runner gains nothing from it and would pickle the whole fetch list through one more
-    stage boundary.
+    stage boundary. The rows keep only the fetch list's columns (`select.FETCH_LIST_COLUMNS`);
+    frontier batches of `READ_COLUMNS` are all it needs.
     """
+
+    READ_COLUMNS = READ_COLUMNS
 
     def __init__(self, now, max_pages, max_per_host, max_depth=0, revisits=None, spread=True):
         super().__init__()
