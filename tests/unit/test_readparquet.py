@@ -7,6 +7,8 @@ import apache_beam as beam
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
@@ -14,7 +16,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from schemas import tables
 from schemas.tables import ParquetReadError
 from transforms.tableio.step import ReadTables
-from transforms.tableio.files import read_row_group, read_row_groups, read_view
+from transforms.tableio.files import read_row_group, read_row_groups, read_rows, read_view
 from transforms.tableio.layers import read_layers
 from transforms.tableio.tablefiles import TableFiles, TableRef
 
@@ -54,6 +56,29 @@ def test_a_column_missing_from_an_older_file_reads_as_nulls(tmp_path):
     pq.write_table(pa.table({"fp": pa.array([1, 2], pa.int64()), "url": ["u1", "u2"]}), a)
     t = read_row_group(str(a), 0, tables.FILTERED, ["fp", "reason"])
     assert t.column("reason").to_pylist() == [None, None]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(1, 40), group=st.integers(1, 17), batch=st.integers(1, 9), data=st.data())
+def test_rows_read_by_position_are_those_of_the_whole_row_group(tmp_path, n, group, batch, data):
+    a = tmp_path / "a.parquet"
+    pq.write_table(_filtered(n), a, row_group_size=group)
+    index = data.draw(st.integers(0, (n - 1) // group))
+    whole = read_row_group(str(a), index, tables.FILTERED, ["url", "fp"])
+    rows = sorted(data.draw(st.sets(st.integers(0, group + 3), max_size=group + 4)))
+    got, decoded = read_rows(str(a), index, rows, tables.FILTERED, ["url", "fp"], batch_rows=batch)
+    kept = [r for r in rows if r < whole.num_rows]
+    assert got.schema.names == ["url", "fp"]
+    assert got.to_pylist() == whole.take(pa.array(kept, pa.int64())).to_pylist()
+    # decoded a batch at a time, and not past the batch of the last row asked for
+    assert decoded <= min(whole.num_rows, (kept[-1] // batch + 1) * batch if kept else whole.num_rows)
+
+
+def test_rows_read_by_position_name_a_damaged_file(tmp_path):
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"PAR1 not really parquet")
+    with pytest.raises(ParquetReadError, match="bad.parquet"):
+        read_rows(str(bad), 0, [0], tables.FILTERED)
 
 
 def test_no_files_is_an_empty_collection():

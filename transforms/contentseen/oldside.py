@@ -10,11 +10,11 @@ narrow columns plus wide reads of the few pages that matter:
      only old row `exact_duplicates` can name), per band key the `max_group` earliest old
      pages (the only ones `candidate_pairs` compares). A row group whose rows have no
      `lsh_keys` (a file written before the column) gets them from its `minhash` here.
-  2. wide, hit row groups only (ReadHits): `read_row_group` reads EXACT_COLUMNS of each
-     row group with exact hits, takes the hit rows and hands them to ContentSeen; once the
+  2. wide, hit row groups only (ReadHits): `read_rows` reads EXACT_COLUMNS of the hit
+     rows of each row group with exact hits and hands them to ContentSeen; once the
      round's exact duplicates are known, near hits under band keys that only duplicates
-     have are dropped, and NEAR_COLUMNS (minhash) of the row groups with the remaining
-     near hits are read for NearDuplicates. Both give what they give with the whole view.
+     have are dropped, and NEAR_COLUMNS (minhash) of the remaining near hits are read
+     for NearDuplicates. Both give what they give with the whole view.
 """
 
 from __future__ import annotations
@@ -168,20 +168,21 @@ def check_fps(path, index, table, rows, fps):
             f"{path}: row group {index} changed between two reads of this round "
             f"(committed files must not be rewritten while a round runs)")
 
-def read_hits(path, index, kind, hits, read_row_group):
-    """Phase 2 on one row group: (table of its hit rows read wide, rows in the row group).
+
+def read_hits(path, index, kind, hits, read_rows):
+    """Phase 2 on one row group: (table of its hit rows read wide, rows decoded for it).
 
     `hits`: (row, fp) pairs (a row may repeat); kind EXACT gives EXACT_COLUMNS, NEAR gives
     fp, url, round, minhash of the rows with a signature and no duplicate_of (NEAR_COLUMNS
-    are read). `read_row_group(path, index, schema, columns)` is the caller's file reader.
+    are read). `read_rows(path, index, rows, schema, columns)` is the caller's file reader
+    (`tableio.files.read_rows`: only those rows are kept, never the whole row group).
     """
     sel = dict(hits)
-    t = read_row_group(path, index, tables.VISITED, EXACT_COLUMNS if kind == EXACT
-                       else NEAR_COLUMNS)
     idx = np.array(sorted(sel), np.int64)
-    check_fps(path, index, t, idx, [sel[i] for i in idx])
-    part = t.take(pa.array(idx, type=pa.int64()))
-    return (part if kind == EXACT else not_duplicate(part)), t.num_rows
+    part, decoded = read_rows(path, index, idx, tables.VISITED, EXACT_COLUMNS if kind == EXACT
+                              else NEAR_COLUMNS)
+    check_fps(path, index, part, np.arange(part.num_rows), [sel[i] for i in idx])
+    return (part if kind == EXACT else not_duplicate(part)), decoded
 
 
 def earliest_hits(hits, max_group):

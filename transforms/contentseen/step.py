@@ -258,7 +258,7 @@ class _ReadHits(beam.DoFn):
 
     def process(self, element):
         (path, index), hits = element
-        t, rows_read = read_hits(path, index, self.kind, hits, readparquet.read_row_group)
+        t, rows_read = read_hits(path, index, self.kind, hits, readparquet.read_rows)
         self.row_groups.inc()
         self.rows_read.inc(rows_read)
         self.hit_rows.inc(t.num_rows)
