@@ -216,15 +216,22 @@ def test_fetch_list_rows_become_dicts_of_the_columns_a_fetch_reads():
     table = pa.table({"fp": [1, 2], "url": ["http://a.test/1", "http://a.test/2"], "host": ["a.test"] * 2,
                       "anchors": [["x"] * 50, ["y"]], "history": [[1.0, 2.0], []], "etag": ['"e1"', None]})
     rows = as_rows(table)
-    assert rows == [{"fp": 1, "url": "http://a.test/1", "host": "a.test", "etag": '"e1"'},
-                    {"fp": 2, "url": "http://a.test/2", "host": "a.test", "etag": None}]
+    assert list(rows) == [{"fp": 1, "url": "http://a.test/1", "host": "a.test", "etag": '"e1"'},
+                          {"fp": 2, "url": "http://a.test/2", "host": "a.test", "etag": None}]
+    assert rows[1] == {"fp": 2, "url": "http://a.test/2", "host": "a.test", "etag": None} and len(rows) == 2
     assert set(CARRIED) < set(FETCH_COLUMNS) and {"etag", "last_modified"} <= set(FETCH_COLUMNS)
     dicts = [{"fp": 3, "url": "http://a.test/3", "anchors": ["z"]}]
     assert as_rows(dicts) is dicts
     # a host's rows from several fetch-list tables (chunks), nulls and all: as Arrow gives them
     chunked = pa.concat_tables([table, table.slice(1).replace_schema_metadata(None)])
-    assert as_rows(chunked) == chunked.select(["fp", "url", "host", "etag"]).to_pylist()
-    assert as_rows(table.slice(0, 0)) == []
+    assert list(as_rows(chunked)) == chunked.select(["fp", "url", "host", "etag"]).to_pylist()
+    assert list(as_rows(table.slice(0, 0))) == [] and not as_rows(table.slice(0, 0))
+    # as columns: a value every row has is one object, and they pickle as they are
+    import pickle
+    rows = as_rows(pa.concat_tables([table] * 50))
+    assert len({id(h) for h in rows.column("host")}) == 1 and len({id(u) for u in rows.column("url")}) > 1
+    assert list(pickle.loads(pickle.dumps(rows))) == list(rows)
+    assert rows.column("last_modified") == [None] * 100
 
 
 class _SlowPipe:

@@ -8,6 +8,7 @@ from schemas import tables
 from transforms import faults
 from transforms.fetch import hostfetcher as fetcher_mod
 from transforms.fetch.deadlines import Deadlines
+from transforms.fetch.hostrows import HostRows
 from transforms.fetch.netguard import Resolver
 from transforms.urls import canonical as urls_mod
 
@@ -51,21 +52,21 @@ def _release(result):
 
 
 def as_rows(rows):
-    """A host's fetch-list rows as dicts of the columns a fetch uses (FETCH_COLUMNS). A job
-    carries them as the Arrow table they came in (~0.3 KB a row) until its host is fetched:
-    as dicts of every frontier column (~1.5 KB a row, anchors and history lists included) a
-    round's whole fetch list was held in the round's process and again in the fetch process.
-    Rows still in their table file (`tableio.tablefiles.Stored`) are read from it now."""
+    """A host's fetch-list rows as `HostRows` of the columns a fetch uses (FETCH_COLUMNS);
+    rows already in Python (dicts, or HostRows) as they are. A job carries them as the
+    Arrow table they came in (~0.3 KB a row) until its host is fetched: as dicts of every
+    frontier column (~1.5 KB a row, anchors and history lists included) a round's whole
+    fetch list was held in the round's process and again in the fetch process. Rows still
+    in their table file (`tableio.tablefiles.Stored`) are read from it now."""
     if hasattr(rows, "load"):
         rows = rows.load()
     if not hasattr(rows, "to_pylist"):
         return rows
-    # column by column, zipped: 66 us for a 30-row table where Table.select().to_pylist()
-    # took 200 us (timeit), in the round's process, once per host job
-    have = set(rows.column_names)
-    names = [c for c in FETCH_COLUMNS if c in have]
-    columns = [rows.column(c).to_pylist() for c in names]
-    return [dict(zip(names, values)) for values in zip(*columns)]
+    return HostRows.from_table(rows, FETCH_COLUMNS)
+
+
+def _fps(rows) -> list:
+    return rows.column("fp") if isinstance(rows, HostRows) else [r["fp"] for r in rows]
 
 
 def fetch_one_host(fetcher_factory, host, rows, state_row, progress=None, on_page=None):
@@ -83,15 +84,15 @@ def fetch_one_host(fetcher_factory, host, rows, state_row, progress=None, on_pag
     requests = [fetcher_mod.FetchRequest(url=r["url"], fp=r["fp"], etag=r.get("etag"),
                                          last_modified=r.get("last_modified"), method=r.get("method"),
                                          body=r.get("request_body")) for r in rows]
-    by_fp = {r["fp"]: r for r in rows}
+    at = {fp: i for i, fp in enumerate(_fps(rows))}   # a row's dict only for its page
     handed = set()
 
     def observe(res):
         if progress is not None:
             progress.page(res)
-        if on_page is not None and res.fp in by_fp and res.fp not in handed:
+        if on_page is not None and res.fp in at and res.fp not in handed:
             handed.add(res.fp)
-            on_page(_page(by_fp[res.fp], res))
+            on_page(_page(rows[at[res.fp]], res))
             _release(res)
 
     if progress is not None:
@@ -115,7 +116,7 @@ def fetch_one_host(fetcher_factory, host, rows, state_row, progress=None, on_pag
         except Exception:
             pass
     faults.crash_point("fetch")
-    pages = [_page(by_fp[res.fp], res) for res in results if res.fp in by_fp and res.fp not in handed]
+    pages = [_page(rows[at[res.fp]], res) for res in results if res.fp in at and res.fp not in handed]
     done = {p["fp"] for p in pages} | handed
     # a fetcher that forgot a URL must not lose it either
     pages += transient_pages([r for r in rows if r["fp"] not in done], "internal_error: no result")
