@@ -218,9 +218,9 @@ class _ChildRun:
             host, rows, state_row = self.unsent.popleft()
         except IndexError:
             host = None
-        if host is not None:   # as Python lists (HostRows): the child only loads them (a
-            # 30-row table: 225 us to pickle and load, its dicts 27 us, converting it 201 us,
-            # done here)
+        if host is not None:   # as Python lists (HostRows), converted here: the child only
+            # loads them (a 35-row host: 13.5 us, where a 30-row Arrow table took 225 us to pickle
+            # and load, and converting it takes 72 us)
             self.by_host[host] = (rows, state_row)
             self.channel.put(("job", host, as_rows(rows), state_row))
         elif not self.last_sent:
