@@ -207,9 +207,10 @@ def test_the_child_is_sent_a_window_of_hosts_not_the_whole_fetch_list():
     assert most <= window(2) < len(jobs)
 
 
-def test_fetch_list_rows_become_dicts_of_the_columns_a_fetch_reads():
+def test_fetch_list_rows_become_python_rows_of_the_columns_a_fetch_reads():
     """A job's rows stay Arrow until their host is fetched; then only the columns the fetch and
-    its pages use become Python objects (not a frontier row's anchors or history lists)."""
+    its pages use become Python objects (not a frontier row's anchors or history lists), held
+    as columns (`HostRows`) that give each row as a dict."""
     import pyarrow as pa
 
     from transforms.fetch.hostjob import CARRIED, FETCH_COLUMNS, as_rows
