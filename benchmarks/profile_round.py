@@ -65,7 +65,8 @@ def _stages(path: Path):
     for r in rows:
         if r["seconds"] >= 0.05:
             names = ", ".join(r["transforms"][:6]) + (" ..." if len(r["transforms"]) > 6 else "")
-            print(f"  {r['start']:6.2f} s  +{r['seconds']:5.2f} s  RSS {r['rss_mb']:5.0f} MB  {names}")
+            heap = (f"  heap {r['heap_mb']:4.0f} MB ({r['heap_free_mb']:3.0f} free)" if "heap_mb" in r else "")
+            print(f"  {r['start']:6.2f} s  +{r['seconds']:5.2f} s  RSS {r['rss_mb']:5.0f} MB{heap}  {names}")
     print(f"  {len(small)} stages under 50 ms: {sum(r['seconds'] for r in small):.2f} s together")
 
 

@@ -3,10 +3,15 @@
     python benchmarks/stagetimer.py OUT.jsonl --crawl_dir D [round flags]
 
 Writes one JSON line per executed stage to OUT.jsonl: its start (seconds since this script
-started), its seconds, the process's RSS after it (MB), and the names of the transforms
-fused into it. It wraps a private method of Beam's FnApiRunner (`_execute_bundle`), so it
-is a measuring tool for `benchmarks.profile_round`, never part of a crawl.
+started), its seconds, the process's RSS after it (MB), the names of the transforms fused
+into it, and where glibc says so (`mallinfo2`, glibc 2.33+) its malloc heap after the stage:
+`heap_mb` (the arenas' size), `heap_free_mb` (free chunks inside them, resident until reused
+or trimmed) and `arrow_mb` (what pyarrow's pool holds). A round whose RSS grows while
+`heap_free_mb` grows and its objects do not is holding freed memory, not data. It wraps a
+private method of Beam's FnApiRunner (`_execute_bundle`), so it is a measuring tool for
+`benchmarks.profile_round`, never part of a crawl.
 """
+import ctypes
 import json
 import re
 import runpy
@@ -21,6 +26,31 @@ def _rss_mb():
         return int(f.read().split()[1]) * 4096 / 2**20
 
 
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                               "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def _mallinfo():
+    """glibc's `mallinfo2` (None where there is none: not glibc, or older than 2.33)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _MallInfo2
+        return libc.mallinfo2
+    except (OSError, AttributeError):
+        return None
+
+
+def _heap(mallinfo):
+    """The heap figures of a stage's line (none without `mallinfo2`)."""
+    import pyarrow as pa
+    out = {"arrow_mb": round(pa.total_allocated_bytes() / 2**20, 1)}
+    if mallinfo is not None:
+        m = mallinfo()
+        out.update(heap_mb=round(m.arena / 2**20, 1), heap_free_mb=round(m.fordblks / 2**20, 1))
+    return out
+
+
 def _transforms(stage_name):
     """The user-facing transform names of a fused stage ('ContentSeen/MarkNear', ...)."""
     names = re.findall(r"ref_AppliedPTransform_([A-Za-z0-9_-]+?)_\d+\)", stage_name)
@@ -32,6 +62,7 @@ def main():
     from apache_beam.runners.portability.fn_api_runner import fn_runner
     out = open(sys.argv[1], "w")   # noqa: SIM115 - open for the whole round, closed below
     original = fn_runner.FnApiRunner._execute_bundle
+    mallinfo = _mallinfo()
 
     def timed(self, ctx, bundle_context_manager, *args, **kwargs):
         start = time.perf_counter()
@@ -39,7 +70,7 @@ def main():
             return original(self, ctx, bundle_context_manager, *args, **kwargs)
         finally:
             out.write(json.dumps({"start": round(start - T0, 3), "seconds": round(time.perf_counter() - start, 4),
-                                  "rss_mb": round(_rss_mb(), 1),
+                                  "rss_mb": round(_rss_mb(), 1), **_heap(mallinfo),
                                   "transforms": _transforms(bundle_context_manager.stage.name)}) + "\n")
             out.flush()
 
