@@ -154,15 +154,16 @@ def probe_row_group(path, index, table, content_keys, band_keys=None,
         if missing:
             compat = True
             wide = read_row_group(path, index, tables.VISITED, COMPAT_COLUMNS)
-            check_fps(path, index, wide, np.arange(table.num_rows), fp)
+            check_fps(path, index, wide, fp)
         rows, keys = band_keys_by_row(table, wide)
         hit = _contains(keys, band_keys)
         out += _hits(NEAR, keys[hit], rows[hit], rnd, fp, path, index, max_group)
     return out, compat
 
 
-def check_fps(path, index, table, rows, fps):
-    got = table.column("fp").take(pa.array(rows, type=pa.int64())).to_numpy(zero_copy_only=False)
+def check_fps(path, index, table, fps):
+    """The rows of `table`, read again from row group `index`, are still the pages `fps`."""
+    got = table.column("fp").to_numpy(zero_copy_only=False)
     if len(got) != len(fps) or not np.array_equal(got.astype(np.int64), np.asarray(fps, np.int64)):
         raise tables.ParquetReadError(
             f"{path}: row group {index} changed between two reads of this round "
@@ -181,7 +182,7 @@ def read_hits(path, index, kind, hits, read_rows):
     idx = np.array(sorted(sel), np.int64)
     part, decoded = read_rows(path, index, idx, tables.VISITED, EXACT_COLUMNS if kind == EXACT
                               else NEAR_COLUMNS)
-    check_fps(path, index, part, np.arange(part.num_rows), [sel[i] for i in idx])
+    check_fps(path, index, part, [sel[i] for i in idx])
     return (part if kind == EXACT else not_duplicate(part)), decoded
 
 
