@@ -267,3 +267,23 @@ def test_an_exact_duplicate_keeps_no_band_keys():
     marked = contentseen_oldside.mark_duplicates(t, {2: "http://first/"})
     assert [len(k) for k in marked.column("lsh_keys").to_pylist()] == [BANDS, 0]
     assert marked.column("outcome").to_pylist() == ["ok", tables.DUPLICATE]
+
+
+def test_a_hit_row_group_rewritten_between_the_two_phases_is_named_not_misread():
+    """Phase 2 finds a hit by its row; if the row group no longer has that page there (the
+    file was rewritten while the round ran) the read fails naming the file, rather than
+    handing another page's row to content-seen."""
+    def reader(fps):   # as tableio.files.read_rows: a row past the end gives no row
+        def read(path, index, rows, schema, columns):
+            got = [fps[r] for r in rows if r < len(fps)]
+            return pa.table({"fp": pa.array(got, pa.int64()), "url": ["u"] * len(got), "host": ["h"] * len(got),
+                             "round": pa.array([0] * len(got), pa.int32()),
+                             "content_fp": pa.array([1] * len(got), pa.int64())}), len(fps)
+        return read
+    hits = [(1, 11), (3, 13)]
+    part, _ = contentseen_oldside.read_hits("v.parquet", 0, contentseen_oldside.EXACT, hits, reader([10, 11, 12, 13]))
+    assert part.column("fp").to_pylist() == [11, 13]
+    with pytest.raises(tables.ParquetReadError, match="v.parquet: row group 0 changed"):
+        contentseen_oldside.read_hits("v.parquet", 0, contentseen_oldside.EXACT, hits, reader([10, 11, 12, 99]))
+    with pytest.raises(tables.ParquetReadError, match="changed"):   # the row is gone
+        contentseen_oldside.read_hits("v.parquet", 0, contentseen_oldside.EXACT, hits, reader([10, 11, 12]))
