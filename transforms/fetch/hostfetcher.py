@@ -50,6 +50,7 @@ from transforms.fetch.greenpool import await_only
 from transforms.fetch.hostround import HostRound
 from transforms.fetch.httpbody import accept_encoding
 from transforms.fetch.netguard import ForbiddenAddressError, ResolveError, Resolver
+from transforms.fetch.observed import ObservedResults
 from transforms.fetch.records import (
     ACCEPT,
     TRANSIENT,
@@ -65,21 +66,6 @@ from transforms.fetch.slots import fetch_in_slots
 log = logging.getLogger(__name__)
 
 # ----------------------------------------------------------------- the host fetcher
-
-class _Observed(list):
-    """A result list that shows each result to `observe` as it is appended."""
-
-    def __init__(self, observe):
-        super().__init__()
-        self.observe = observe
-
-    def append(self, result):
-        super().append(result)
-        try:
-            self.observe(result)
-        except Exception:   # noqa: BLE001 - a progress meter must never fail a fetch
-            log.debug("fetch progress observer failed", exc_info=True)
-
 
 class HostFetcher(RobotsFetching):
     """Fetches the URLs of one host at a time; see `fetch_host`.
@@ -307,10 +293,11 @@ class HostFetcher(RobotsFetching):
 
         Never raises for a request's failure: an unexpected exception turns this and the
         remaining URLs into TRANSIENT 'internal_error: ...' results. `observe(result)` is
-        called as each result is recorded (the progress meter).
+        called as each result is recorded (the progress meter, the streaming hand-off); a
+        result it returns True for is its own then and not among those returned.
         """
         state = dataclasses.replace(state, sitemaps=list(state.sitemaps or [])) if state else HostState(host)
-        results: list[FetchResult] = _Observed(observe) if observe else []
+        results: list[FetchResult] = ObservedResults(observe) if observe else []
         try:
             self._fetch_all(requests, state, results)
         except Exception as e:  # noqa: BLE001 - a bug must not lose the host's other results
@@ -318,7 +305,7 @@ class HostFetcher(RobotsFetching):
             why = f"internal_error: {type(e).__name__}: {e}"[:500]
             for req in requests[len(results):]:
                 results.append(self._no_request(req, TRANSIENT, why))
-        return results, state
+        return (results.kept if observe else results), state
 
     def _fetch_all(self, reqs: list[FetchRequest], state: HostState, results: list) -> None:
         cfg = self.config

@@ -1,5 +1,6 @@
 """One host's fetch as the round runs it: never raises, never loses a URL (pure)."""
 
+import collections.abc
 import concurrent.futures as cf
 import time
 import traceback
@@ -65,6 +66,40 @@ def as_rows(rows):
     return HostRows.from_table(rows, FETCH_COLUMNS)
 
 
+def _request(row) -> "fetcher_mod.FetchRequest":
+    # a revisit (incremental mode) carries the validators of its last visit: 304 if unchanged
+    # a deep-web POST submission carries its method and body (transforms/fetch/post.py)
+    return fetcher_mod.FetchRequest(url=row["url"], fp=row["fp"], etag=row.get("etag"),
+                                    last_modified=row.get("last_modified"), method=row.get("method"),
+                                    body=row.get("request_body"))
+
+
+class RowRequests(collections.abc.Sequence):
+    """A host's rows as its fetch requests, each made when the fetcher reaches it (a slice is
+    a view). Made all at once they stayed to the end of the host's fetch, ~0.17 KB each: a
+    15 000-URL host's ~2.6 MB in a fetch process."""
+
+    def __init__(self, rows, start=0, stop=None):
+        self.rows, self.start = rows, start
+        self.stop = len(rows) if stop is None else stop
+
+    def __len__(self):
+        return max(0, self.stop - self.start)
+
+    def __getitem__(self, i):
+        n = len(self)
+        if isinstance(i, slice):
+            lo, hi, step = i.indices(n)
+            if step != 1:
+                return [self[j] for j in range(lo, hi, step)]
+            return RowRequests(self.rows, self.start + lo, self.start + max(lo, hi))
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        return _request(self.rows[self.start + i])
+
+
 def _fps(rows) -> list:
     return rows.column("fp") if isinstance(rows, HostRows) else [r["fp"] for r in rows]
 
@@ -79,27 +114,24 @@ def fetch_one_host(fetcher_factory, host, rows, state_row, progress=None, on_pag
     (none, unless the fetcher failed). Without it, every page is returned at the end."""
     rows = as_rows(rows)
     state = fetcher_mod.HostState.from_row(state_row, host)
-    # a revisit (incremental mode) carries the validators of its last visit: 304 if unchanged
-    # a deep-web POST submission carries its method and body (transforms/fetch/post.py)
-    requests = [fetcher_mod.FetchRequest(url=r["url"], fp=r["fp"], etag=r.get("etag"),
-                                         last_modified=r.get("last_modified"), method=r.get("method"),
-                                         body=r.get("request_body")) for r in rows]
     at = {fp: i for i, fp in enumerate(_fps(rows))}   # a row's dict only for its page
     handed = set()
 
-    def observe(res):
+    def observe(res):   # True: the page is handed over, the fetcher need not keep `res`
         if progress is not None:
             progress.page(res)
         if on_page is not None and res.fp in at and res.fp not in handed:
             handed.add(res.fp)
             on_page(_page(rows[at[res.fp]], res))
             _release(res)
+            return True
+        return False
 
     if progress is not None:
         progress.host_started()
     f = fetcher_factory()
     try:
-        results, state = f.fetch_host(host, requests, state,
+        results, state = f.fetch_host(host, RowRequests(rows), state,
                                       observe if (progress is not None or on_page is not None) else None)
     except Exception as e:  # a bug or a hostile server must not lose the host's URLs
         now = time.time()

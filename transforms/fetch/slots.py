@@ -21,16 +21,19 @@ from transforms.fetch.records import TRANSIENT
 
 log = logging.getLogger(__name__)
 
+TAKEN = object()   # in place of a result the observer took
+
 
 def fetch_in_slots(fetcher, reqs, state, rnd, start, results) -> None:
     """Fetch `reqs` over min(conns_per_host, len(reqs)) slots: `fetcher` and new slot
     fetchers (own sessions), each taking the next URL when its last is done. Results are
-    appended to `results` in request order; an observer on `results` sees each as it comes."""
+    appended to `results` in request order; an observer on `results` (`ObservedResults`) sees each as
+    it comes, and one it took is only counted (it is not held to the end of the host)."""
     k = max(1, min(int(fetcher.config.conns_per_host), len(reqs)))
     out = [None] * len(reqs)
     nxt = iter(range(len(reqs)))
     lock = threading.Lock()
-    observe = getattr(results, "observe", None)
+    show = getattr(results, "show", None)
     errors = []
 
     def run(f):
@@ -42,8 +45,8 @@ def fetch_in_slots(fetcher, reqs, state, rnd, start, results) -> None:
                 if i is None:
                     return
                 out[i] = f._fetch_one(reqs[i], state, view, start)
-                if observe is not None:
-                    observe(out[i])
+                if show is not None and show(out[i]):
+                    out[i] = TAKEN
         except BaseException as e:   # noqa: BLE001 - reported below; the host's other results stand
             errors.append(e)
 
@@ -59,6 +62,10 @@ def fetch_in_slots(fetcher, reqs, state, rnd, start, results) -> None:
         for i, r in enumerate(out):
             if r is None:
                 out[i] = fetcher._no_request(reqs[i], TRANSIENT, why)
-                if observe is not None:
-                    observe(out[i])
-    list.extend(results, out)              # each already shown to the observer
+                if show is not None and show(out[i]):
+                    out[i] = TAKEN
+    if show is None:
+        results.extend(out)
+    else:                                  # each already shown to the observer
+        for r in out:
+            results.record(r, r is TAKEN)
