@@ -255,3 +255,39 @@ def test_side_inputs_are_read_without_the_cross_bundle_cache(tmp_path):
         statecache.get_deep_size = original
     assert out.read_text() == "a=1,a=1,b=2"
     assert calls == []
+
+
+class _FakeLibc:
+    """libc's mallinfo2 and malloc_trim, recording the trims."""
+
+    def __init__(self, free_mb):
+        self.free, self.trims = free_mb << 20, []
+        self.mallinfo2 = lambda: runner._MallInfo2(fordblks=self.free)
+        self.malloc_trim = self.trims.append
+
+
+def test_the_heap_is_trimmed_only_when_enough_of_it_is_free():
+    assert runner.trim_heap(8, _FakeLibc(9)) and runner.trim_heap(8, _FakeLibc(500))
+    assert not runner.trim_heap(8, _FakeLibc(8)) and not runner.trim_heap(8, _FakeLibc(0))
+    lib = _FakeLibc(9)
+    runner.trim_heap(8, lib)
+    assert lib.trims == [0]          # malloc_trim(0): every arena, all of its free pages
+    no_info = _FakeLibc(0)
+    del no_info.mallinfo2            # glibc before 2.33: trimmed without asking
+    assert runner.trim_heap(8, no_info) and no_info.trims == [0]
+
+
+def test_the_heap_is_trimmed_after_every_stage_an_eager_one_sooner(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(runner, "trim_heap", lambda mb, libc=None: calls.append(mb))
+    monkeypatch.setattr(runner, "lean_allocators", lambda eager_heap=False: None)   # (process-wide)
+    marker, out = str(tmp_path / "marker"), str(tmp_path / "out")
+    try:
+        runner.run_pipeline(lambda p: _two_stages(p, marker, out), ["--runner=DirectRunner"], eager_heap=True)
+        assert len(calls) >= 2 and set(calls) == {runner.EAGER_TRIM_FREE_MB}   # one per stage
+        stages, calls[:] = len(calls), []
+        runner.run_pipeline(lambda p: _two_stages(p, marker, out), ["--runner=DirectRunner"])
+        assert calls == [runner.TRIM_FREE_MB] * stages and runner.EAGER_TRIM_FREE_MB < runner.TRIM_FREE_MB
+    finally:
+        runner.release_stage_state(None)
+    assert sorted(Path(out).read_text().splitlines()) == sorted(["a:[1, 2]:True", "b:[3]:True"] * 2)
