@@ -297,7 +297,7 @@ class HostFetcher(RobotsFetching):
         result it returns True for is its own then and not among those returned.
         """
         state = dataclasses.replace(state, sitemaps=list(state.sitemaps or [])) if state else HostState(host)
-        results: list[FetchResult] = ObservedResults(observe) if observe else []
+        results = ObservedResults(observe) if observe else []
         try:
             self._fetch_all(requests, state, results)
         except Exception as e:  # noqa: BLE001 - a bug must not lose the host's other results
