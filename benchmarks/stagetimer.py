@@ -11,7 +11,6 @@ or trimmed) and `arrow_mb` (what pyarrow's pool holds). A round whose RSS grows 
 private method of Beam's FnApiRunner (`_execute_bundle`), so it is a measuring tool for
 `benchmarks.profile_round`, never part of a crawl.
 """
-import ctypes
 import json
 import re
 import runpy
@@ -24,21 +23,6 @@ T0 = time.perf_counter()
 def _rss_mb():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * 4096 / 2**20
-
-
-class _MallInfo2(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
-                                               "fsmblks", "uordblks", "fordblks", "keepcost")]
-
-
-def _mallinfo():
-    """glibc's `mallinfo2` (None where there is none: not glibc, or older than 2.33)."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallinfo2.restype = _MallInfo2
-        return libc.mallinfo2
-    except (OSError, AttributeError):
-        return None
 
 
 def _heap(mallinfo):
@@ -62,7 +46,8 @@ def main():
     from apache_beam.runners.portability.fn_api_runner import fn_runner
     out = open(sys.argv[1], "w")   # noqa: SIM115 - open for the whole round, closed below
     original = fn_runner.FnApiRunner._execute_bundle
-    mallinfo = _mallinfo()
+    from pipelines.runner import mallinfo as glibc_mallinfo
+    mallinfo = glibc_mallinfo()
 
     def timed(self, ctx, bundle_context_manager, *args, **kwargs):
         start = time.perf_counter()

@@ -55,30 +55,38 @@ TRIM_FREE_MB = 48                 # a stage leaving more than this free in the h
 EAGER_TRIM_FREE_MB = 8            # ... with eager_heap
 
 
-class _MallInfo2(ctypes.Structure):
+class MallInfo2(ctypes.Structure):
     _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
                                                "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
 
 
+def mallinfo(libc=None):
+    """glibc's `mallinfo2` ready to call (a `MallInfo2`: `arena` the heap's size, `fordblks`
+    its free chunks), or None where there is none (not glibc, or older than 2.33)."""
+    try:
+        info = (libc or ctypes.CDLL("libc.so.6")).mallinfo2
+        info.restype = MallInfo2
+        return info
+    except (OSError, AttributeError):
+        return None
+
+
 def trim_heap(min_free_mb, libc=None) -> bool:
     """Hand the free pages inside glibc's heap back to the OS (`malloc_trim(0)`) if more than
-    `min_free_mb` of the heap is free (`mallinfo2`, glibc 2.33+; without it, always); True
-    if it trimmed. The trim threshold only returns the heap's free top: a stage that frees
-    what it read leaves holes under what the next stage allocated, resident until reused
-    (the visited probe of a 45 112-page bench150k round: heap 116 -> 148 MB, free 57 -> 98).
+    `min_free_mb` of the heap is free (`mallinfo`; without it, always); True if it trimmed.
+    The trim threshold only returns the heap's free top: a stage that frees what it read
+    leaves holes under what the next stage allocated, resident until reused (the visited
+    probe of a 45 112-page bench150k round: heap 116 -> 148 MB, free 57 -> 98).
     After each stage of a round (`release_stage_state`), above `TRIM_FREE_MB`: a 5 000-page
     bench150k round never has that much free (no trim; 56 `mallinfo2` calls, 0.01 s), a
     45 112-page round trims after 51 of its 56 stages (0.086 s) and its tree's peak PSS was
     466 MB against 488-497 (benchmarks/RESULTS.md, twenty-sixth session). At 8 MB the small
     round trimmed 56 times too (0.04 s) for no lower peak. Not glibc: nothing to trim, False."""
+    info = mallinfo(libc)
+    if info is not None and info().fordblks <= min_free_mb << 20:
+        return False
     try:
-        libc = libc or ctypes.CDLL("libc.so.6")
-        info = getattr(libc, "mallinfo2", None)
-        if info is not None:
-            info.restype = _MallInfo2
-            if info().fordblks <= min_free_mb << 20:
-                return False
-        libc.malloc_trim(0)
+        (libc or ctypes.CDLL("libc.so.6")).malloc_trim(0)
         return True
     except (OSError, AttributeError):
         return False

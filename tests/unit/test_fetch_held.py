@@ -10,6 +10,7 @@ from transforms.fetch.hostfetcher import HostFetcher
 from transforms.fetch.hostjob import FETCH_COLUMNS, RowRequests, _request, fetch_one_host
 from transforms.fetch.hostrows import HostRows
 from transforms.fetch.observed import ObservedResults
+from transforms.fetch.progress import FetchProgress
 from transforms.fetch.records import TRANSIENT, FetchRequest, FetchResult
 
 ROUTES = {"/robots.txt": status(404), "*": page(b"<html>ok</html>")}
@@ -107,21 +108,10 @@ class _Recording:
         pass
 
 
-class _Meter:
-    def host_started(self):
-        pass
-
-    def host_finished(self):
-        pass
-
-    def page(self, res):
-        pass
-
-
 def test_fetch_one_host_takes_each_page_it_streams_and_only_those():
     said = []
     pages, _, _ = fetch_one_host(lambda: _Recording(said), "h.test", _rows(4), None, on_page=lambda p: None)
     assert said == [True] * 4 and pages == []
     said.clear()    # a progress meter alone takes nothing: the pages come back at the end
-    pages, _, _ = fetch_one_host(lambda: _Recording(said), "h.test", _rows(4), None, _Meter())
+    pages, _, _ = fetch_one_host(lambda: _Recording(said), "h.test", _rows(4), None, FetchProgress())
     assert said == [False] * 4 and [p["fp"] for p in pages] == [0, 1, 2, 3]

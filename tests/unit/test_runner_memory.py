@@ -87,14 +87,9 @@ def test_arrow_cpp_pool_is_the_system_allocator():
 # A 20 MB block malloc'd after a 24 MB block was freed: the mapped bytes it adds while it lives.
 _MAPPED_AFTER_A_BIG_FREE = """
 import ctypes, sys
-from pipelines.runner import lean_allocators
-class MallInfo2(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
-                                               "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
-try:
-    libc = ctypes.CDLL("libc.so.6")
-    libc.mallinfo2.restype = MallInfo2
-except (OSError, AttributeError):
+from pipelines.runner import lean_allocators, mallinfo
+libc = ctypes.CDLL("libc.so.6")
+if mallinfo(libc) is None:
     print("no-mallinfo2")
     sys.exit(0)
 libc.malloc.restype, libc.malloc.argtypes, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_size_t], [ctypes.c_void_p]
@@ -262,7 +257,7 @@ class _FakeLibc:
 
     def __init__(self, free_mb):
         self.free, self.trims = free_mb << 20, []
-        self.mallinfo2 = lambda: runner._MallInfo2(fordblks=self.free)
+        self.mallinfo2 = lambda: runner.MallInfo2(fordblks=self.free)
         self.malloc_trim = self.trims.append
 
 
