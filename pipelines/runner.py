@@ -17,7 +17,7 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
-from pipelines import construction, dofnpickles, sideinputbuffers, stagedescriptor, stageinputs
+from pipelines import construction, dofnpickles, sideinputbuffers, sizesampling, stagedescriptor, stageinputs
 from transforms.procs import warm_fork_server
 
 DIRECT_RUNNER_NAMES = (None, "DirectRunner", "direct")   # run on the in-process FnApiRunner
@@ -341,6 +341,7 @@ def run_pipeline(builder, argv, helpers=False, eager_heap=False):
         stagedescriptor.install()
         sideinputbuffers.install()
         stageinputs.install()
+        sizesampling.install()
     if "DaskRunner" in str(options.view_as(StandardOptions).runner):
         from pipelines import daskfix
         daskfix.install()   # Beam 2.77's DaskRunner translation bugs (see daskfix)
