@@ -1,6 +1,7 @@
 """Run `pipelines.round` with a timer around each stage of the in-process runner (benchmark only).
 
     python benchmarks/stagetimer.py OUT.jsonl --crawl_dir D [round flags]
+    python benchmarks/stagetimer.py OUT.jsonl --module pipelines.crawl --crawl_dir D [crawl flags]
 
 Writes one JSON line per executed stage to OUT.jsonl: its start (seconds since this script
 started), its seconds, the process's RSS after it (MB), the names of the transforms fused
@@ -60,9 +61,12 @@ def main():
             out.flush()
 
     fn_runner.FnApiRunner._execute_bundle = timed
-    sys.argv = ["pipelines.round"] + sys.argv[2:]
+    module, argv = "pipelines.round", sys.argv[2:]
+    if argv[:1] == ["--module"]:   # a whole crawl: every round's stages, one line each
+        module, argv = argv[1], argv[2:]
+    sys.argv = [module] + argv
     try:
-        runpy.run_module("pipelines.round", run_name="__main__")
+        runpy.run_module(module, run_name="__main__")
     finally:
         out.close()
 
