@@ -13,8 +13,9 @@ process put 4.7 % of its samples there; without it that round's stages after the
 `install()` lets Beam build and set up each stage's operations and then takes the coder off
 each output's counters, so they count elements (the element counts and user metrics are
 unchanged) and sample none. An output whose counters type-check elements
-(`--performance_runtime_type_check`, which checks sampled elements) is left as it is. Patches this process only; idempotent; does nothing if Beam's internals
-no longer look as expected.
+(`--performance_runtime_type_check`, which checks sampled elements) is left as it is.
+Patches this process only; idempotent; does nothing if Beam's internals no longer look as
+expected.
 """
 from pipelines.construction import patch_once
 

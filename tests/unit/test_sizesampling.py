@@ -49,7 +49,7 @@ def _build(p):
      | "Back" >> beam.Map(lambda row: row["n"]))
 
 
-def test_a_round_on_the_in_process_runner_measures_no_element(monkeypatch):
+def test_a_round_on_the_in_process_runner_measures_no_element():
     result = runner.run_pipeline(_build, ["--runner=DirectRunner"])
     sampled, counted = _sizes_and_counts(result)
     assert sorted(counted.values()).count(300) >= 3   # Create's output, Rows, Back: all counted
@@ -60,10 +60,9 @@ def test_without_the_patch_beam_measures_elements(monkeypatch):
     """The control: the same pipeline with the patch undone samples sizes (so the test above
     can fail)."""
     from apache_beam.runners.worker import bundle_processor
-    patched = bundle_processor.BundleProcessor.__init__
     runner.run_pipeline(_build, ["--runner=DirectRunner"])   # installed by now
-    monkeypatch.setattr(bundle_processor.BundleProcessor, "__init__", bundle_processor.BundleProcessor.__init__.__wrapped__)
+    patched = bundle_processor.BundleProcessor.__init__
+    monkeypatch.setattr(bundle_processor.BundleProcessor, "__init__", patched.__wrapped__)
     monkeypatch.setattr(sizesampling, "install", lambda: None)
-    sampled, _ = _sizes_and_counts(runner.run_pipeline(_build, ["--runner=DirectRunner"]))
-    assert any(sampled.values())
-    assert patched.__wrapped__ is not None
+    sampled, counted = _sizes_and_counts(runner.run_pipeline(_build, ["--runner=DirectRunner"]))
+    assert any(sampled.values()) and sorted(counted.values()).count(300) >= 3
