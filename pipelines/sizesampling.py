@@ -8,7 +8,8 @@ each sample is pickled once more just to be measured: ~72 pickles per output of 
 a 5 000-page round, and every one of a stage's few batch elements (a list of up to 2 000
 rows, a visited row ~20 KB) pickled whole. py-spy (native frames) of a 5 000-page round's
 process put 4.7 % of its samples there; without it that round's stages after the fetch took
-~0.1 s less (README, "Where a round's time goes"). In-process nobody reads those sizes.
+~0.1 s less (README, "Where a round's time goes") and the round's process peaked 25–28 MB
+lower (README, "Memory budget"). In-process nobody reads those sizes.
 
 `install()` lets Beam build and set up each stage's operations and then takes the coder off
 each output's counters, so they count elements (the element counts and user metrics are
