@@ -80,8 +80,9 @@ def trim_heap(min_free_mb, libc=None) -> bool:
     After each stage of a round (`release_stage_state`), above `TRIM_FREE_MB`: a 5 000-page
     bench150k round never has that much free (no trim; 56 `mallinfo2` calls, 0.01 s), a
     45 112-page round trims after 51 of its 56 stages (0.086 s) and its tree's peak PSS was
-    466 MB against 488-497 (benchmarks/RESULTS.md, twenty-sixth session). At 8 MB the small
-    round trimmed 56 times too (0.04 s) for no lower peak. Not glibc: nothing to trim, False."""
+    451 / 464 MB against 491 / 481 untrimmed, alternating (benchmarks/RESULTS.md,
+    twenty-sixth session). At 8 MB the small round trimmed 56 times too (0.04 s) for no
+    lower peak. Not glibc: nothing to trim, False."""
     info = mallinfo(libc)
     if info is not None and info().fordblks <= min_free_mb << 20:
         return False

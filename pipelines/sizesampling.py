@@ -2,14 +2,15 @@
 
 Beam's workers estimate the mean byte size of every PCollection (the "sampled byte size"
 a runner's UI shows) by encoding sampled elements with the PCollection's coder: every one
-of an operation's first ~10 elements, then ~10 per doubling (`OperationCounters`). Most of
+of an operation's first ~10 elements, then ~7 per doubling (`OperationCounters`). Most of
 a round's elements are dicts, lists of rows or pickled bundles, whose coder is pickle, so
-each sample is pickled once more just to be measured: ~72 pickles per output of a stage in
-a 5 000-page round, and every one of a stage's few batch elements (a list of up to 2 000
-rows, a visited row ~20 KB) pickled whole. py-spy (native frames) of a 5 000-page round's
-process put 4.7 % of its samples there; without it that round's stages after the fetch took
-~0.1 s less (README, "Where a round's time goes") and the round's process peaked 25–28 MB
-lower (README, "Memory budget"). In-process nobody reads those sizes.
+each sample is pickled once more just to be measured: 66–94 pickles per output of 5 000
+elements (Beam's own `should_sample` over 20 seeds, median 81.5), and every one of a stage's
+few batch elements (a list of up to 2 000 rows, a visited row ~20 KB) pickled whole. py-spy
+(native frames) of a 5 000-page round's process put 4.7 % of its samples there (3 203 of
+68 286); without it that round's stages after the fetch took ~0.1 s less (README, "Where a
+round's time goes") and the round's process peaked 25–28 MB lower (README, "Memory
+budget"). In-process nobody reads those sizes.
 
 `install()` lets Beam build and set up each stage's operations and then takes the coder off
 each output's counters, so they count elements (the element counts and user metrics are
