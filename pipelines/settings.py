@@ -32,7 +32,7 @@ GROUPS = {
     "vertical": "topic-focused crawling: the topic, its relevance and the focused strategies",
     "deepweb": "filling forms to reach records behind them (ISIT templates, keyword probing)",
     "recrawl": "batch, incremental or vertical crawling (--mode); revisits, change estimation, freshness",
-    "sharding": "several crawler fleets, each owning a share of the hosts (README \"Scale out\")",
+    "sharding": "several crawler fleets, each owning a share of the hosts (docs/scale-out.md)",
     "runner": "the round's clock; Beam's own flags (--runner, --direct_num_workers, "
               "--direct_running_mode, --job_endpoint, --environment_type, ...) pass through to Beam",
 }
@@ -259,7 +259,7 @@ ROUND_SETTINGS = {s.name: s for s in [
       "to --store (warc -> both), false removes it (both -> warc).", shown="unset"),
     S("ignore_meta_noindex", parse_bool, False, "storage",
       "Store pages even when meta robots / X-Robots-Tag says noindex (audits)."),
-    # --- vertical (focused) crawling: README "Vertical crawling" ---
+    # --- vertical (focused) crawling: docs/vertical.md ---
     S("topic", str, "", "vertical", "Comma-separated keywords of the topic; each visited page "
       "gets its TF-IDF cosine relevance to it (visited.relevance)."),
     S("topic_pages", str, "", "vertical", "Comma-separated example pages of the topic: files "
@@ -286,9 +286,9 @@ ROUND_SETTINGS = {s.name: s for s in [
     *settings_deepweb.settings(S, at_least, between, one_of),
     # --- recrawl (issue #13: incremental crawling) ---
     S("mode", str, "batch", "recrawl", "batch: fetch each URL once; incremental: every round "
-      "mixes new URLs and due revisits of visited pages (README \"Incremental crawling\"); "
+      "mixes new URLs and due revisits of visited pages (docs/incremental.md); "
       "vertical: a topic-focused crawl, needs --topic or --topic_pages, rounds go on while the "
-      "harvest rate stays at or above --harvest_floor (README \"Vertical crawling\").",
+      "harvest rate stays at or above --harvest_floor (docs/vertical.md).",
       one_of("batch", "incremental", "vertical")),
     S("refetch_share", float, 0.5, "recrawl", "Incremental: revisits take at most this share "
       "of --max_pages per round; new URLs the rest.", between(0.0, 1.0)),
@@ -324,10 +324,10 @@ ROUND_SETTINGS = {s.name: s for s in [
       "(consistent only), e.g. 1,1,2; '' = equal."),
     S("remove_shard", str, "", "sharding", "Comma-separated shards taken off the ring: their hosts "
       "pass to the next shard on the ring (consistent) or are re-spread (hash_mod)."),
-    # --- memory budget (issue #12; README "Memory budget") ---
+    # --- memory budget (issue #12; docs/memory.md) ---
     S("memory_mb", int, 1024, "runner", "Memory budget of a round's buffers, in MB (pages to parse, spill files, "
       "link batches, URL-seen buckets); not of the process, whose peak grows with --max_pages. Below 1024, "
-      "freed memory goes back to the OS at once, a few % more CPU (README \"Memory budget\").", at_least(64, " MB")),
+      "freed memory goes back to the OS at once, a few % more CPU (docs/memory.md).", at_least(64, " MB")),
 ]}
 
 CRAWL_DIR = S("crawl_dir", str, None, "command", "Crawl directory: a local path or any Beam "

@@ -1,4 +1,4 @@
-"""The deep-web settings (#17; README "Deep-web crawling"), one definition each.
+"""The deep-web settings (#17; docs/deep-web.md), one definition each.
 
 `pipelines.settings` builds them with its own `Setting` class and checks (passed in, so
 this module imports nothing of it: `python -m pipelines.settings` runs settings.py as
