@@ -1,5 +1,5 @@
 """Vertical (focused) crawling, driver side: the topic, the crawl's document frequencies,
-the harvest report and when `--mode vertical` stops (README "Vertical crawling").
+the harvest report and when `--mode vertical` stops (docs/vertical.md).
 
 - `focus_config(settings, fetch, limits, ordering)`: the page step's FocusConfig, or None
   without a topic. The topic is the keywords of --topic plus the text of the --topic_pages

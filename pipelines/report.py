@@ -10,7 +10,7 @@ pages/s) and --html FILE also writes it as a page with plots (pipelines/reportht
 The round pipeline writes exact counters to rounds/N/stats.json (summed inside the
 pipeline, so they hold on every runner); the driver adds wall time and the page sets and
 commits them as report.json. The five sets follow the client's texts: downloaded,
-expired (incremental mode: see README "Incremental crawling"), pending (the URLs the next round's fetch list would
+expired (incremental mode: see docs/incremental.md), pending (the URLs the next round's fetch list would
 take with this round's settings), knowable (known but not scheduled: the rest of the
 frontier), and unknowable (only with a ground truth: pages of the web not yet known).
 """
@@ -97,9 +97,9 @@ def round_report(crawl, round_no, prev, settings, started, ended, result=None):
              ("exact_duplicates", "near_duplicates", "mirror_hosts_suspected")},
             # visited-view row groups probed, and read wide for hits (transforms/contentdedup.py)
             old_side={k: int(v) for k, v in sorted(metrics.items())},
-            near=near_report(stats)),    # clusters, sizes, largest, per host (README "Duplicates")
+            near=near_report(stats)),    # clusters, sizes, largest, per host (docs/duplicates.md)
         "filtered_by_reason": filtered,
-        # README "Refused URLs": URLs refused by the guard (by reason), refusals re-read
+        # docs/scope.md "Refused URLs": URLs refused by the guard (by reason), refusals re-read
         # because their setting changed, and the signatures this round refused with
         "refused_by_guard": refused,
         "refusals_reread": int(stats.get("refusals_reread", 0)),

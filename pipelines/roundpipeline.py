@@ -60,7 +60,7 @@ def _clamp(v, low, high):
 
 
 def budget_sizes(memory_mb):
-    """What --memory_mb sizes (README "Memory budget"): pages fetched but not yet parsed,
+    """What --memory_mb sizes (docs/memory.md): pages fetched but not yet parsed,
     bytes per link spill file, link bundles per batch, URL-seen rows per bucket; and whether
     the round's process hands freed memory back at once (`eager_heap`: below the default
     budget; `runner.lean_allocators`)."""
@@ -296,7 +296,7 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
                 | "FilteredTables" >> beam.Map(filtered_table))
 
     # Refusals: in a round whose guard or scope settings changed, the refusals the old
-    # settings decided are judged again (README "Refused URLs"); other rounds read none
+    # settings decided are judged again (docs/scope.md "Refused URLs"); other rounds read none
     stale_files = _stale_refusal_files(files, changed_refusal_settings(crawl, cfg))
     if stale_files:
         readmitted = (p | "RefusalFiles" >> beam.Create(stale_files, reshuffle=spreads_files(p))

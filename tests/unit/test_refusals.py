@@ -1,4 +1,4 @@
-"""Refusals by a setting (README "Refused URLs"): signatures, URL-seen's rules for refusal
+"""Refusals by a setting (docs/scope.md "Refused URLs"): signatures, URL-seen's rules for refusal
 hits, the re-read of stale refusals, and the report's hint lines. Pure logic, no runner."""
 import numpy as np
 import pyarrow as pa

@@ -1,5 +1,5 @@
 """pipelines.runner frees a stage's state once its bundle is done (in-process runner), and
-pipelines/__init__ keeps Arrow's C++ pool off mimalloc (README "Memory budget")."""
+pipelines/__init__ keeps Arrow's C++ pool off mimalloc (docs/memory.md)."""
 import os
 import subprocess
 import sys

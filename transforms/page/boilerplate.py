@@ -18,7 +18,7 @@ round with few pages of the host, and a page would be signed differently from it
 fetched in another round (on the `neardup` web, pairs split over 4 rounds: 106/170 found
 with SHARE 0, 168/170 with 0.5, 169/170 with no template at all). A site template is on
 every page. The counts live for one round (`BlockCounts` is the combiner's accumulator,
-bounded by the round's pages): see README "### Duplicates".
+bounded by the round's pages): see docs/duplicates.md.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Revisit scheduling state (schemas.tables.RECRAWL), pure.
 
-Invariant (README "The crawl directory"): every URL ever discovered is in exactly one of
+Invariant (docs/round.md "Guarantees"): every URL ever discovered is in exactly one of
 frontier, visited or filtered; a visited page is never back in the frontier. In
 incremental mode, when it is due again is said by its latest `recrawl` row: the policy
 (strategies/recrawl) gives it a revisit frequency f from its estimated change rate, and it

@@ -17,7 +17,7 @@ frontier, or filtered. Fetched URLs with a final outcome leave the frontier (the
 writes their visited rows); transient ones stay with their retry state; links to seen URLs
 only update the frontier's in-link counts, anchors and depth; unseen ones join it.
 
-Refusals (README "Refused URLs"): seen hits come in three kinds (SEEN_KINDS). A visited
+Refusals (docs/scope.md "Refused URLs"): seen hits come in three kinds (SEEN_KINDS). A visited
 row that is not a refusal (HARD) blocks every candidate; a visited refusal by the current
 guard settings (REFUSED) blocks links but not seeds (re-injecting retries it); a filtered
 row (FILTERED) blocks no kept candidate (it passed the current filter at its depth, so
