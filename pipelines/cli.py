@@ -28,6 +28,10 @@ from pipelines.settings import (
     parse_bool,
 )
 
+# Flags a crawl no longer has, refused with the reason (a crawl.json naming one: the value is unused)
+RETIRED = {"fetch_engine": "removed: every request is sent by libcurl (pycurl), the fastest engine "
+                           "measured (benchmarks/RESULTS.md); drop the flag"}
+
 COMMANDS = {
     "inject": "pipelines.inject",
     "round": "pipelines.round",
@@ -160,6 +164,8 @@ def _refuse_unknown(prog, unknown, ours, beams):
             break
         if arg.startswith("-"):
             name = arg.split("=", 1)[0]
+            if name[2:] in RETIRED:
+                raise UsageError(f"{name} was {RETIRED[name[2:]]}")
             close = difflib.get_close_matches(name, ours + beams, n=1, cutoff=0.75)
             hint = f"did you mean {close[0]}?" if close else f"see `{prog} --help`"
             raise UsageError(f"unknown flag {name}; {hint}")

@@ -202,19 +202,13 @@ def check_render(cfg: RenderConfig) -> None:
         raise ConfigError(f"--render {cfg.mode}: {problem}; or crawl without rendering (--render none)")
 
 
-# the client libraries each fetch engine imports in its fetch processes (requirements.txt)
-ENGINE_MODULES = {"curl": ("pycurl",), "loop": ("aiohttp", "greenlet")}
-
-
-def check_engine(engine: str) -> None:
-    """A fetch engine's client library must be installed: one line before the round starts,
-    not an ImportError from a fetch process once it has begun (a partial install, or a
-    platform without a pycurl wheel, may miss one). Only looked up, not imported."""
-    missing = [m for m in ENGINE_MODULES.get(engine, ()) if importlib.util.find_spec(m) is None]
-    if missing:
-        raise ConfigError(f"--fetch_engine {engine}: {' and '.join(missing)} not installed; install "
-                          f"requirements.txt (pip install -r requirements.txt) or fetch with "
-                          f"--fetch_engine threads")
+def check_http_client() -> None:
+    """libcurl's binding must be installed: one line before the round starts, not an
+    ImportError from a fetch process once it has begun (a partial install, or a platform
+    without a pycurl wheel). Only looked up, not imported."""
+    if importlib.util.find_spec("pycurl") is None:
+        raise ConfigError("pycurl is not installed: beamcrawl sends every request with libcurl "
+                          "through it; install requirements.txt (pip install -r requirements.txt)")
 
 
 def fetch_config(s) -> FetchConfig:
@@ -227,7 +221,7 @@ def fetch_config(s) -> FetchConfig:
             robots_ttl=float(s["robots_ttl"]), obey_robots=bool(s["obey_robots"]),
             allow_loopback=bool(s["allow_loopback"]), deny_addresses=csv(s["deny_addresses"]),
             resolve=resolve_entries(s), conns_per_host=int(s["conns_per_host"]),
-            render=render_config(s), engine=s.get("fetch_engine", "curl"),
+            render=render_config(s),
             post_hosts=settings_deepweb.parse_post_hosts(s.get("deep_web_post_hosts"))
             if s.get("deep_web", "off") == "forms" else ())
     except ConfigError:
@@ -322,7 +316,7 @@ class RoundConfig:
         scope = url_filter(s)
         fetch = fetch_config(s)
         check_render(fetch.render)
-        check_engine(fetch.engine)
+        check_http_client()
         sigs = refusal_signatures(fetch, scope)
         near = float(s["near_duplicates"] or 0)
         parquet, warc = stores(s)
@@ -342,7 +336,7 @@ class RoundConfig:
             fetch=fetch, fetch_threads=int(s["fetch_threads"]), sitemaps=bool(s["sitemaps"]),
             page_processes=(auto_processes() if s.get("page_processes", "auto") == "auto"
                             else int(s["page_processes"])),
-            fetch_processes=fetch_processes(s.get("fetch_process", "auto"), engine=fetch.engine),
+            fetch_processes=fetch_processes(s.get("fetch_process", "auto")),
             scope=scope,
             page=PageConfig(round_no=round_no, now=now, url_filter=scope,
                             max_retries=int(s["max_retries"]), retry_backoff=float(s["retry_backoff"]),

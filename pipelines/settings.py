@@ -172,15 +172,12 @@ ROUND_SETTINGS = {s.name: s for s in [
       "one's own sites); each keeps --delay_per_host between its requests; a robots "
       "Crawl-delay or a Retry-After forces 1.", between(1, 8)),
     S("fetch_threads", int, 32, "fetching", "Hosts fetched concurrently per worker.", at_least(1)),
-    S("fetch_engine", str, "curl", "fetching", "curl: a thread per host in flight, requests sent by libcurl; threads:"
-      " the same over urllib3 (more CPU); loop: greenlets on one event loop (aiohttp; stricter on malformed"
-      " headers).", one_of("curl", "threads", "loop")),
     S("page_processes", str, "auto", "fetching", "Processes parsing a worker's pages beside its fetch "
       "threads (rounds planning 256 pages or more); auto = cores - 1, 0 = parse in the fetching process.",
       lambda v: None if v == "auto" or v.isdigit() else "must be auto or a whole number ≥ 0"),
     S("fetch_process", str, "auto", "fetching", "Processes fetching beside the round's, the hosts divided "
-      "among them (rounds of 256+ URLs; not with --render); true = 1, false = 0; auto = 2 (1 with --fetch_engine "
-      "loop) where there are 2+ cores.", lambda v: None if v in ("auto", "true", "false") or v.isdigit()
+      "among them (rounds of 256+ URLs; not with --render); true = 1, false = 0; auto = 2 where there "
+      "are 2+ cores.", lambda v: None if v in ("auto", "true", "false") or v.isdigit()
       else "must be auto, true, false or a whole number ≥ 0"),
     S("progress_seconds", float, 5.0, "fetching", "While a round fetches, a progress line on "
       "stderr every this many seconds (a live bar where stderr is a terminal); 0 = none.",

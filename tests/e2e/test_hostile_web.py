@@ -31,15 +31,13 @@ FETCHED = (tables.OK, tables.DUPLICATE)
 SLACK = 0.02          # seconds: server-side timestamps vs. the crawler's own clock
 
 
-@pytest.fixture(scope="module", params=["curl", pytest.param("threads", marks=pytest.mark.long),
-                                        pytest.param("loop", marks=pytest.mark.long)])
-def crawl(tmp_path_factory, request):
-    """The crawl, once on each fetch engine (--fetch_engine): every test holds for all three
-    (the default engine's in the default suite, the others' in `make test-long`)."""
+@pytest.fixture(scope="module")
+def crawl(tmp_path_factory):
+    """The crawl of the hostile web, once for the module's tests."""
     root = tmp_path_factory.mktemp("hostile")
     web = hh.start_web(root)
     try:
-        yield hh.run_crawl(web, root / "crawl", extra_flags=("--fetch_engine", request.param))
+        yield hh.run_crawl(web, root / "crawl")
     finally:
         web.stop()
 

@@ -233,17 +233,19 @@ def test_an_unknown_strategy_lists_only_the_strategies_a_crawl_can_use():
     assert "opic" in str(e.value) and "omniscient" not in str(e.value)
 
 
-@pytest.mark.parametrize("engine, hidden", [("curl", "pycurl"), ("loop", "aiohttp")])
-def test_a_fetch_engine_whose_library_is_missing_is_one_line(engine, hidden, crawl_dir, capsys, monkeypatch):
-    """The default engine (curl) or loop without its client library: refused before the
-    round starts, naming the library and the way out; threads needs neither."""
+def test_without_pycurl_a_round_is_refused_in_one_line(crawl_dir, capsys, monkeypatch):
+    """The HTTP client's library missing (a partial install, a platform without a pycurl
+    wheel): refused before the round starts, naming the library and the way out."""
     import importlib.util
-
-    from pipelines.config import check_engine
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a, **k: None if name == hidden else real(name, *a, **k))
-    argv = ["--crawl_dir", str(crawl_dir)] + (["--fetch_engine", engine] if engine != "curl" else [])
-    line = refused(round_mod.main, argv, capsys, crawl_dir, f"--fetch_engine {engine}: {hidden} not installed")
-    assert "--fetch_engine threads" in line
-    check_engine("threads")   # urllib3 only
+                        lambda name, *a, **k: None if name == "pycurl" else real(name, *a, **k))
+    line = refused(round_mod.main, ["--crawl_dir", str(crawl_dir)], capsys, crawl_dir,
+                   "pycurl is not installed")
+    assert "pip install -r requirements.txt" in line
+
+
+def test_a_retired_flag_is_refused_with_its_reason(crawl_dir, capsys):
+    line = refused(round_mod.main, ["--crawl_dir", str(crawl_dir), "--fetch_engine", "threads"], capsys,
+                   crawl_dir, "--fetch_engine was removed")
+    assert "libcurl" in line and "drop the flag" in line

@@ -7,10 +7,8 @@ from schemas.tables import OK
 from tests.unit.httpfixtures import LocalServer, loopback_config, page, send, status
 from transforms.fetch import hostfetcher
 from transforms.fetch.hostfetcher import HostFetcher
-from tests.unit.greenfetch import every_engine
 from transforms.fetch.records import TRANSIENT, FetchRequest
 
-engine = every_engine(globals())
 
 
 class InFlight:
@@ -105,7 +103,7 @@ def test_a_retry_after_pauses_every_slot():
 
 def test_a_bug_in_one_slot_loses_no_url_and_repeats_none(monkeypatch):
     route = InFlight(hold=0.01)
-    real = hostfetcher.HostFetcher._fetch_page     # (the class of both engines)
+    real = hostfetcher.HostFetcher._fetch_page
 
     def flaky(self, req, state, rnd):
         if req.url.endswith("/p5"):

@@ -1,6 +1,5 @@
-"""The libcurl sender's own parts and its head reading (`--fetch_engine curl`); its fetches are tested with the
-other engines' in test_fetcher.py, test_robots.py, test_warc.py and the others using
-`greenfetch.every_engine`."""
+"""The libcurl sender's own parts and its head reading; its fetches are tested through the host
+fetcher in test_fetcher.py, test_robots.py, test_warc.py and the others."""
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st

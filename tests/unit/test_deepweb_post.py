@@ -17,7 +17,6 @@ from tests.unit.httpfixtures import LocalServer, loopback_config, page, status
 from transforms.archive.warc import WarcFile, parse_cdxj
 from transforms.deepweb import probing
 from transforms.fetch.hostfetcher import HostFetcher
-from tests.unit.greenfetch import every_engine
 from transforms.fetch.records import TRANSIENT, FetchRequest
 from transforms.page.fate import PageConfig, page_fate
 from transforms.urls import canonical, request
@@ -25,7 +24,6 @@ from transforms.urls.scope import UrlFilter
 from transforms.urlseen.candidates import candidates_and_edges
 from transforms.urlseen.merge import merge_bucket
 
-engine = every_engine(globals())
 
 URL = "http://lib.test/suggest"
 POST_FORM = {"action": URL, "method": "post",

@@ -1,6 +1,5 @@
 """The fetch process (transforms/fetch/fetchproc.py): same pages as fetching in the round's
 process, nothing lost when it dies, and the crash point still kills the round's process."""
-import dataclasses
 import subprocess
 import sys
 import time
@@ -34,18 +33,17 @@ def _comparable(out):
                   for host, pages, row in out)
 
 
-@pytest.mark.parametrize("processes,engine", [(1, "threads"), (2, "threads"), (2, "loop")])
-def test_the_fetch_processes_give_the_same_pages_and_host_rows_as_the_round_process(processes, engine):
-    """One fetch process, or two sharing the bundle's jobs (FetchFleet), on either fetch
-    engine: the same pages and host rows as fetching on threads in the round's process."""
+@pytest.mark.parametrize("processes", [1, 2])
+def test_the_fetch_processes_give_the_same_pages_and_host_rows_as_the_round_process(processes):
+    """One fetch process, or two sharing the bundle's jobs (FetchFleet): the same pages and
+    host rows as fetching on threads in the round's process."""
     with LocalServer(ROUTES) as srv:
         names = [f"h{i}.test" for i in range(3)]
-        cfg = loopback_config({n: srv for n in names}, delay_per_host=0, engine=engine)
+        cfg = loopback_config({n: srv for n in names}, delay_per_host=0)
         used = {}
         in_child = fetch_hosts(iter(_jobs(srv, names)), cfg, 4, planned=18, used=used,
                                processes=processes, min_pages=1)
-        here = fetch_hosts(iter(_jobs(srv, names)), dataclasses.replace(cfg, engine="threads"),
-                           4, planned=18, processes=0)
+        here = fetch_hosts(iter(_jobs(srv, names)), cfg, 4, planned=18, processes=0)
     fleet = used["process"]   # it did run in the children
     assert fleet is not None and fleet.broken is None and len(fleet.children) == processes
     assert _comparable(in_child) == _comparable(here)
@@ -366,10 +364,10 @@ class _Recording:
         return getattr(self.channel, name)
 
 
-def _started_fleet(srv, names, delay, engine="threads"):
+def _started_fleet(srv, names, delay):
     """(slow jobs of `names`, a started fleet of two children of 2 threads) on `srv`."""
     from transforms.fetch.fetchproc import FetchFleet
-    cfg = loopback_config({n: srv for n in names}, delay_per_host=delay, engine=engine)
+    cfg = loopback_config({n: srv for n in names}, delay_per_host=delay)
     fleet = FetchFleet(cfg, 2, 2).start()
     assert fleet.ready()
     return _slow_jobs(srv, names), fleet
@@ -378,12 +376,11 @@ def _started_fleet(srv, names, delay, engine="threads"):
 SLOW = {"/robots.txt": status(404), "*": page(b"<html>slow</html>")}
 
 
-@pytest.mark.parametrize("engine", ["threads", "loop"])
-def test_when_a_child_of_a_fleet_dies_the_others_take_its_jobs_and_nothing_is_lost(engine):
+def test_when_a_child_of_a_fleet_dies_the_others_take_its_jobs_and_nothing_is_lost():
     """One of two children killed mid-bundle: its hosts' URLs not received come back transient,
     the jobs it had not taken are fetched by the other child, every host gets its "done"."""
     with LocalServer(SLOW) as srv:
-        jobs, fleet = _started_fleet(srv, [f"k{i}.test" for i in range(8)], 0.02, engine)
+        jobs, fleet = _started_fleet(srv, [f"k{i}.test" for i in range(8)], 0.02)
         victim = fleet.children[0]
         _, leftovers = _fetch_killing(fleet.fetch(jobs), jobs, 3, victim._proc.kill)
         # the other child went on: some hosts were fetched to their end (killed at the 3rd
@@ -425,8 +422,7 @@ def test_a_bundle_that_stops_reading_stops_every_child_of_a_fleet():
 def test_fetch_process_counts():
     from transforms.fetch.fetchproc import fetch_processes
     assert [fetch_processes(v, cores=4) for v in ("auto", "true", "false", "3", "0")] == [2, 1, 0, 3, 0]
-    assert fetch_processes("auto", cores=4, engine="loop") == 1   # one event loop does two processes' work
-    assert fetch_processes("auto", cores=1) == 0 and fetch_processes("auto", cores=1, engine="loop") == 0
+    assert fetch_processes("auto", cores=1) == 0
 
 
 def test_a_bug_while_reading_a_child_fails_the_bundle_instead_of_hanging_it():

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from transforms.fetch.hostfetcher import HostFetcher
 from transforms.fetch.records import FetchConfig
-from transforms.fetch.sender import _plain_target, prepare_request
+from transforms.fetch.prepared import _plain_target, prepare_request
 
 URLS = [
     "http://example.test/", "http://example.test:8080/a/b?x=1&y=%20z#frag",
@@ -98,23 +98,6 @@ def test_the_fetchers_own_headers_come_first_and_a_request_header_replaces_one()
 def test_a_password_in_the_url_becomes_basic_auth_as_before():
     got = prepare_request("GET", "http://u:p@example.test/", _base_headers())
     assert got.headers["Authorization"] == "Basic dTpw"
-
-
-def test_the_sender_keeps_the_last_origins_pool_while_it_is_open():
-    """Sender._pool skips the pool manager's lookup for the origin it served last, and hands
-    out a new pool after clear() (a POST goes out on a new connection)."""
-    from transforms.fetch.sender import Sender
-    sender = Sender(dial=lambda host, port: ("127.0.0.1", port), watch=lambda conn: None)
-    a = sender._pool("http://a.test:8081/x")
-    assert sender._pool("http://a.test:8081/y?q") is a
-    b = sender._pool("http://b.test/")
-    assert b is not a and sender._pool("http://B.test/") is b    # (hostname is case-folded)
-    tls = sender._pool("https://b.test/")
-    assert tls is not b                                           # another scheme, another pool
-    sender.clear()                                                # new connections from here on
-    c = sender._pool("https://b.test/")
-    assert c is not tls and c.pool is not None and c.cert_reqs == "CERT_REQUIRED"
-
 
 def _origin_port_by_urlsplit(url):
     """connection.origin_port without its one-regex fast path."""

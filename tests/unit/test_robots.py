@@ -7,10 +7,8 @@ from schemas.tables import OK, ROBOTS_DENIED
 from tests.unit.httpfixtures import LocalServer, hang, loopback_config, page, status, trickle
 from transforms.fetch.records import TRANSIENT, FetchRequest, HostState
 from transforms.fetch.hostfetcher import HostFetcher
-from tests.unit.greenfetch import every_engine
 from transforms.fetch.robots import RobotsPolicy, decode_robots, product_token
 
-engine = every_engine(globals())
 
 UA = "beamcrawl/0.1 (+https://github.com/beamcrawl/beamcrawl)"
 

@@ -14,11 +14,9 @@ from schemas import tables
 from tests.unit.httpfixtures import LocalServer, loopback_config, page, raw_body, status
 from transforms.archive.warc import WarcFile, lookup, parse_cdxj, sort_index, surt
 from transforms.fetch.hostfetcher import HostFetcher
-from tests.unit.greenfetch import every_engine
 from transforms.fetch.records import FetchRequest
 from transforms.page.fate import PageConfig, page_fate
 
-engine = every_engine(globals())
 
 NO_ROBOTS = {"/robots.txt": status(404)}
 HTML = b"<html><head><title>t</title></head><body>" + b"<p>word</p>" * 400 + b'<a href="/b">b</a></body></html>'

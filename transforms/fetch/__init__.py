@@ -2,7 +2,8 @@
 
 - `records`: `FetchConfig`, `FetchRequest`, `FetchResult`, `HostState` (a HOSTS row).
 - `hostfetcher`: `HostFetcher.fetch_host`, one host sequentially with its delay, robots.txt, retries.
-- `connection`: dialing the address the guard approved, the deadline watchdog, one request's failure kinds.
+- `prepared`, `curlsender`, `curlhead`: a request as it goes out, sent over libcurl, its response head read.
+- `connection`: a response's body read within the deadline and the cap, one request's failure kinds.
 - `netguard`, `robots`, `httpbody`: the address guard and resolver, robots.txt rules, bounded decoding.
 - `hostjob`: `fetch_one_host`, the never-raising unit the Beam step runs per host.
 - `step`: `Fetch`, the Beam step (scope check, host state join, `FetchHosts`).

@@ -1,5 +1,5 @@
 """What one request gives back: its response or failure (classified), its body read within
-the deadline and the cap. Sending it: `sender`."""
+the deadline and the cap. Sending it: `curlsender`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ import requests
 import urllib3
 
 from schemas.tables import FORBIDDEN_ADDRESS, HTTP_ERROR
-from transforms.fetch.deadlines import Watchdog
 from transforms.fetch.httpbody import (
     BoundedDecoder,
     DecodeError,
@@ -184,9 +183,9 @@ def redirect_target(headers) -> str | None:
 
 # ----------------------------------------------------------------- reading a body
 
-def read_body(raw, cap: int, deadline_at: float, wd: Watchdog, keep_raw: list | None = None):
-    """(decoded body of at most `cap` bytes, truncated?, note) of the streamed urllib3
-    response `raw`. With `keep_raw` (a list), the payload as received (still content-encoded)
+def read_body(raw, cap: int, deadline_at: float, keep_raw: list | None = None):
+    """(decoded body of at most `cap` bytes, truncated?, note) of the response `raw`
+    (a `curlsender.CurlResponse`, read as a streamed urllib3 response is). With `keep_raw` (a list), the payload as received (still content-encoded)
     is appended to it too, up to `cap` bytes (for the WARC); a body without Content-Encoding
     is kept once (the caller reuses it)."""
     encodings = parse_content_encoding(raw.headers.get("Content-Encoding"))
@@ -204,8 +203,6 @@ def read_body(raw, cap: int, deadline_at: float, wd: Watchdog, keep_raw: list | 
             if time.monotonic() > deadline_at:
                 raise DeadlineExceeded()
             chunk = raw.read(READ_CHUNK, decode_content=False)
-            if wd.fired:
-                raise DeadlineExceeded()
             if not chunk:
                 complete = True
                 break
@@ -229,16 +226,14 @@ def read_body(raw, cap: int, deadline_at: float, wd: Watchdog, keep_raw: list | 
         raw.release_conn()
     return dec.getvalue(), truncated, note
 
-def drain(raw, deadline_at: float, wd: Watchdog, keep: list | None = None) -> bool:
-    """Read and drop up to DRAIN_LIMIT bytes of the streamed urllib3 response `raw`
+def drain(raw, deadline_at: float, keep: list | None = None) -> bool:
+    """Read and drop up to DRAIN_LIMIT bytes of the response `raw`
     (appended to `keep` when given); True if that was the whole body."""
     got = 0
     while got <= DRAIN_LIMIT:
-        if time.monotonic() > deadline_at or wd.fired:
+        if time.monotonic() > deadline_at:
             raise DeadlineExceeded()
         chunk = raw.read(READ_CHUNK, decode_content=False)
-        if wd.fired:
-            raise DeadlineExceeded()
         if not chunk:
             raw.release_conn()
             return True

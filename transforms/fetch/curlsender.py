@@ -1,26 +1,24 @@
-"""`sender.Sender`'s interface over libcurl (pycurl), for `--fetch_engine curl` (pure: no Beam).
+"""The fetcher's HTTP client: one request sent over libcurl (pycurl) (pure: no Beam).
 
 Why libcurl: a GET of a ~1.9 KB page from nginx over a kept-alive connection cost
 0.057–0.085 ms of this process's CPU with pycurl against 0.264–0.296 ms with urllib3 alone
 (scratch benchmark, one thread), because libcurl writes the request and parses the response
-in C with the interpreter lock released; with the fetcher's own work around it, 0.19–0.24
-against 0.29–0.33 ms. On 16–32 threads in one process, as a fetch process runs them, only
-6–12 % less CPU a page than urllib3 (computed from the means); but in a whole round the
-fetch processes used ~30 % less CPU, and whole bench50k crawls ran ~10 % faster (faster in
-each of six alternating pairs; means computed; benchmarks/RESULTS.md, twentieth session), so
-libcurl is the default. libcurl is the most used HTTP client there is, and pycurl its
-maintained binding (wheels with their own libcurl on PyPI).
+in C with the interpreter lock released; in a whole round the fetch processes used ~30 % less
+CPU than on urllib3, and whole bench50k crawls ran ~10 % faster (benchmarks/RESULTS.md,
+twentieth session). The urllib3 and aiohttp engines that were once beside it are gone
+(benchmarks/RESULTS.md, twenty-eighth session). libcurl is the most used HTTP client there
+is, and pycurl its maintained binding (wheels with their own libcurl on PyPI).
 
 `CurlSender.send` runs the whole exchange in libcurl and keeps the body as received, up to
 what the fetcher's readers could take of it for the body cap (past it the transfer is cut
-and that connection closed). It returns a `CurlResponse` with the part of urllib3's streamed
-response the fetcher reads (`status`, `headers`, `read(n)`, `close`, `release_conn`, and what
-`exchange.http_exchange` records), so the body cap, decoding, classification and the WARC
-record are the threads engine's own. Failures are raised as `Sender.send` raises them:
-requests' exceptions, or the fetcher's (`ForbiddenAddressError`, `ResolveError`,
-`DeadlineExceeded`), so `connection.classify_exception` classifies all engines alike.
+and that connection closed). It returns a `CurlResponse` with the part of a streamed
+urllib3 response the fetcher reads (`status`, `headers`, `read(n)`, `close`, `release_conn`,
+and what `exchange.http_exchange` records), so the body cap, decoding, classification and
+the WARC record are the fetcher's own. Failures are raised as requests' exceptions, or the
+fetcher's (`ForbiddenAddressError`, `ResolveError`, `DeadlineExceeded`), which
+`connection.classify_exception` classifies.
 
-Kept from the threaded fetcher:
+What it keeps to:
 - every request dials the address the fetcher resolved and guarded (`dial`), by libcurl's
   CONNECT_TO; the Host header, SNI and certificate check keep the host name;
 - TLS verifies the host name against certifi's bundle or --ca_bundle, as requests does;
@@ -67,7 +65,7 @@ _PROTOCOL = {_WEIRD_SERVER_REPLY, pycurl.E_UNSUPPORTED_PROTOCOL, pycurl.E_HTTP_R
 class _Headers(dict):
     """A head's fields by lower-case name, repeated names joined by ", " (as urllib3's
     HTTPHeaderDict joins them), with the case-insensitive `get` the fetcher reads them by.
-    (Not HTTPHeaderDict itself, as `loopsender` uses: scratch timeit, a usual 8-field head
+    (Not urllib3's HTTPHeaderDict: scratch timeit, a usual 8-field head
     read three times, 12.4-12.8 us with HTTPHeaderDict, 4.1-4.8 us for the whole
     CurlResponse with this.)"""
 
@@ -172,8 +170,6 @@ class CurlSender:
     cache keeps the keep-alive connections) and `send`. `dial(host, port)` resolves and
     guards. Not thread-safe: one fetcher, one thread."""
 
-    bounds_deadline = True      # libcurl's TIMEOUT_MS: the fetcher's watchdog is not needed
-
     def __init__(self, dial, verify: bool | str = True):
         self._dial = dial
         self.verify = verify
@@ -212,7 +208,7 @@ class CurlSender:
 
     def send(self, prep, connect_timeout: float, read_timeout: float, deadline_at: float | None = None,
              body_cap: int | None = None):
-        """The response to `prep` (a `sender.Prepared`), its body as received up to what the
+        """The response to `prep` (a `prepared.Prepared`), its body as received up to what the
         fetcher's readers take of it for a decoded `body_cap` (default 10 MiB)."""
         scheme, host, port, url = origin(prep.url)
         addr = self._dial(host, port)          # ForbiddenAddressError / ResolveError
@@ -305,8 +301,8 @@ class CurlSender:
 
 
 def _translated(code: int, message: str, os_errno: int = 0) -> BaseException:
-    """The exception `Sender.send` (urllib3 through requests' mapping) raises for the same
-    failure (`os_errno`: the socket's last error, as libcurl saw it)."""
+    """The exception (requests' kinds, as `connection.classify_exception` reads them) for a
+    libcurl failure (`os_errno`: the socket's last error, as libcurl saw it)."""
     if code == pycurl.E_OPERATION_TIMEDOUT:
         if message == "deadline" or message.startswith("Operation timed out"):
             return DeadlineExceeded()           # (TIMEOUT_MS is what was left of the deadline)

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 class Received:
     """A response as received, in the shape of http.client's where `http_exchange` reads it
     (`version`, `reason`, `msg.raw_items()`): the `_original_response` of the responses that
-    `loopsender` and `curlsender` build."""
+    `curlsender` builds."""
 
     def __init__(self, version: int, reason: str | None, items: list[tuple[str, str]]):
         self.version, self.reason, self._items = version, reason, items
@@ -52,7 +52,7 @@ def _status_line(resp):
 
 
 def http_exchange(prep, resp, kept, body, cut, addresses=None) -> dict:
-    """The exchange of `sender.Prepared` `prep` and its streamed urllib3 response `resp`.
+    """The exchange of `prepared.Prepared` `prep` and its response `resp` (a `CurlResponse`).
 
     `kept`: the raw chunks the body reader kept ([] when the body had no Content-Encoding,
     so the decoded `body` is the payload); `cut`: the payload is not the whole body."""

@@ -1,6 +1,4 @@
-"""A worker's fetching in processes of their own (`--fetch_process`; pure: no Beam). (Below,
-"threads" are the fetch pool's jobs: greenlets on one event loop with `--fetch_engine loop`,
-where one child is enough, or threads.)
+"""A worker's fetching in processes of their own (`--fetch_process`; pure: no Beam).
 
 In the round's process the fetch threads share one interpreter lock with the Beam stages
 fused behind the fetch (handing pages to the page workers, emitting outputs, parsing the
@@ -138,22 +136,19 @@ def serve(conn, config, threads):
                 send(("end",))
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-        factory.close()
 
 
 # ------------------------------------------------------------------ the parent
 
-def fetch_processes(value: str, cores: int | None = None, engine: str = "curl") -> int:
+def fetch_processes(value: str, cores: int | None = None) -> int:
     """`--fetch_process`: a number of fetch processes, true (1), false (0, the round's own
-    process), or auto: where there are 2+ cores, 1 for the event-loop engine, 2 for fetch
-    threads (`FetchFleet` says why), else 0. (bench50k, 32 hosts in flight: one process on
-    the loop fetched about as fast as two on threads at 20–48 MB less RSS; one on threads
-    was slower. On curl, a 5 000-page round: one process used 2.44–2.54 CPU-seconds against
-    1.70–2.14 for two, three or four, and its round was 0.1–0.9 s slower.)"""
+    process), or auto: 2 where there are 2+ cores (`FetchFleet` says why), else 0. (A
+    5 000-page bench50k round: one process used 2.44–2.54 CPU-seconds against 1.70–2.14 for
+    two, three or four, and its round was 0.1–0.9 s slower.)"""
     if value == "auto":
         if (usable_cores() if cores is None else cores or 1) < 2:
             return 0
-        return 1 if engine == "loop" else 2
+        return 2
     if value in ("true", "false"):
         return int(value == "true")
     return int(value)

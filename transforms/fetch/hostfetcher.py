@@ -1,7 +1,7 @@
 """Fetching one host politely and robustly (pure Python, no Beam).
 
 `HostFetcher.fetch_host(host, requests, state)` fetches one host's URLs of a round, one
-request at a time, over keep-alive connections (`sender.Sender`). The round runs many hosts at once
+request at a time, over keep-alive connections (`curlsender.CurlSender`, libcurl). The round runs many hosts at once
 (transforms.fetch.step.FetchHosts, through hostjob.fetch_one_host), each host sequentially.
 
 Settings and their defaults: `records.FetchConfig`.
@@ -33,6 +33,7 @@ from schemas.tables import (
 )
 from transforms.fetch import post
 from transforms.fetch import robots as robotsmod
+from transforms.fetch.curlsender import CurlSender
 from transforms.fetch.connection import (
     Failure,
     Response,
@@ -44,9 +45,7 @@ from transforms.fetch.connection import (
     read_body,
     redirect_target,
 )
-from transforms.fetch.deadlines import Deadlines, Watchdog
 from transforms.fetch.exchange import http_exchange
-from transforms.fetch.greenpool import await_only
 from transforms.fetch.hostround import HostRound
 from transforms.fetch.httpbody import accept_encoding
 from transforms.fetch.netguard import ForbiddenAddressError, ResolveError, Resolver
@@ -60,7 +59,7 @@ from transforms.fetch.records import (
     HostState,
 )
 from transforms.fetch.robotsfetch import RobotsFetching
-from transforms.fetch.sender import Sender, prepare_request
+from transforms.fetch.prepared import prepare_request
 from transforms.fetch.slots import fetch_in_slots
 
 log = logging.getLogger(__name__)
@@ -70,16 +69,15 @@ log = logging.getLogger(__name__)
 class HostFetcher(RobotsFetching):
     """Fetches the URLs of one host at a time; see `fetch_host`.
 
-    One instance holds its own keep-alive connections (a `Sender`) and must be used by one thread
-    at a time. `clock`/`sleep` are injectable for tests; deadlines use time.monotonic.
+    One instance holds its own keep-alive connections (a `CurlSender`) and must be used by one
+    thread at a time. `clock`/`sleep` are injectable for tests; deadlines use time.monotonic.
+    libcurl bounds each request by the whole-request deadline itself.
     """
 
     def __init__(self, config: FetchConfig, clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep, resolver: Resolver | None = None,
-                 renderer=None, deadlines: Deadlines | None = None, green: bool = False, tls=None):
+                 renderer=None):
         self.config = config
-        self.green = green                  # a greenpool job: waits go through the event loop
-        self.deadlines = deadlines          # the worker's deadline thread (connection.Deadlines)
         self.renderer = renderer            # render.BrowserPool (--render), or None
         self.render_session = None          # this host's browser context (render.py)
         self.clock = clock
@@ -87,21 +85,9 @@ class HostFetcher(RobotsFetching):
         self.guard = config.guard()
         self.resolver = resolver or Resolver(config.resolve_map())
         self.ua_token = robotsmod.product_token(config.user_agent)
-        self._watchdog: Watchdog | None = None
         self._addresses: dict[tuple[str, int], str] = {}
         # no proxies or netrc from the environment: every connection dials a guarded address
-        self._tls = tls               # a green fetcher's https settings (loopsender.TlsContext)
-        if green:
-            from transforms.fetch import loopsender   # (aiohttp only where used)
-            self._tls = tls or loopsender.TlsContext(config.ca_bundle or True)
-            self._sender = loopsender.LoopSender(self._dial, self.resolver.known, self._tls)
-            if sleep is time.sleep:
-                self.sleep = loopsender.green_sleep
-        elif config.engine == "curl":
-            from transforms.fetch.curlsender import CurlSender   # (pycurl only where used)
-            self._sender = CurlSender(self._dial, config.ca_bundle or True)
-        else:
-            self._sender = Sender(self._dial, self._watch, config.ca_bundle or True)
+        self._sender = CurlSender(self._dial, config.ca_bundle or True)
         self._headers = {"User-Agent": config.user_agent, "Accept": ACCEPT,
                          "Accept-Encoding": accept_encoding()}
 
@@ -125,19 +111,6 @@ class HostFetcher(RobotsFetching):
             raise ForbiddenAddressError(host, addr, reason)
         self._addresses[(host.lower(), port)] = addr
         return addr
-
-    def _dial_here(self, host: str, port: int) -> str:
-        """`_dial` from this fetcher's own code: a DNS lookup of a green fetcher runs in a
-        worker thread while the loop serves the other hosts."""
-        if self.green:
-            from transforms.fetch import loopsender
-            return await_only(loopsender.dial_on_loop(self._dial, self.resolver.known, host, port))
-        return self._dial(host, port)
-
-    def _watch(self, conn) -> None:
-        wd = self._watchdog
-        if wd is not None:
-            wd.attach(conn)
 
     # -- politeness
 
@@ -164,39 +137,30 @@ class HostFetcher(RobotsFetching):
         t0 = self.clock()
         m0 = time.monotonic()
         deadline_at = m0 + cfg.deadline
-        # (the loop's and libcurl's senders bound the request by deadline_at themselves)
-        wd = self._watchdog = (Watchdog.NEVER if self._sender.bounds_deadline
-                               else Watchdog(cfg.deadline, self.deadlines))
         resp = None
         try:
-            try:
-                # No redirects followed (the pipeline counts the hops), no cookie jar:
-                # the crawler is stateless per request.
-                prep = prepare_request(method, url, self._headers, headers,
-                                       data.encode("utf-8") if data is not None else None)
-                resp = self._sender.send(prep, min(cfg.connect_timeout, cfg.deadline),
-                                         min(cfg.read_timeout, cfg.deadline), deadline_at, cap)
-                status = resp.status
-                kept = [] if cfg.keep_http else None   # the payload as received, for the WARC
-                if keep_body and 200 <= status < 300:
-                    body, truncated, note = read_body(resp, cap, deadline_at, wd, kept)
-                    cut = truncated
-                else:
-                    body, truncated, note = b"", False, None
-                    cut = not drain(resp, deadline_at, wd, kept)
-            except Exception as e:       # noqa: BLE001 - classified below, unknown re-raised
-                if resp is not None:
-                    resp.close()
-                cls = classify_exception(e)
-                if wd.fired and (cls is None or cls[0] == TRANSIENT and cls[1] != "dns"):
-                    cls = (TRANSIENT, "deadline")     # whatever broke, the watchdog broke it
-                if cls is None:
-                    raise
-                network = cls[0] != FORBIDDEN_ADDRESS and cls[1] not in ("dns", "bad_url")
-                return Failure(cls[0], cls[1], t0, (time.monotonic() - m0) * 1000, network)
-        finally:
-            wd.cancel()
-            self._watchdog = None
+            # No redirects followed (the pipeline counts the hops), no cookie jar:
+            # the crawler is stateless per request.
+            prep = prepare_request(method, url, self._headers, headers,
+                                   data.encode("utf-8") if data is not None else None)
+            resp = self._sender.send(prep, min(cfg.connect_timeout, cfg.deadline),
+                                     min(cfg.read_timeout, cfg.deadline), deadline_at, cap)
+            status = resp.status
+            kept = [] if cfg.keep_http else None   # the payload as received, for the WARC
+            if keep_body and 200 <= status < 300:
+                body, truncated, note = read_body(resp, cap, deadline_at, kept)
+                cut = truncated
+            else:
+                body, truncated, note = b"", False, None
+                cut = not drain(resp, deadline_at, kept)
+        except Exception as e:       # noqa: BLE001 - classified below, unknown re-raised
+            if resp is not None:
+                resp.close()
+            cls = classify_exception(e)
+            if cls is None:
+                raise
+            network = cls[0] != FORBIDDEN_ADDRESS and cls[1] not in ("dns", "bad_url")
+            return Failure(cls[0], cls[1], t0, (time.monotonic() - m0) * 1000, network)
         return Response(url=url, status=status, headers=resp.headers, body=body,
                          truncated=truncated, note=note, fetch_time=t0,
                          elapsed_ms=(time.monotonic() - m0) * 1000,
@@ -324,8 +288,7 @@ class HostFetcher(RobotsFetching):
 
     def slot_fetcher(self) -> "HostFetcher":
         """Another connection to the same host (--conns_per_host): its own connections."""
-        return HostFetcher(self.config, self.clock, self.sleep, self.resolver, self.renderer,
-                           self.deadlines, self.green, self._tls)
+        return HostFetcher(self.config, self.clock, self.sleep, self.resolver, self.renderer)
 
     def _fetch_one(self, req: FetchRequest, state: HostState, rnd, start: float) -> FetchResult:
         """One URL of the host: the round's pauses and parking, address guard, robots.txt
@@ -345,7 +308,7 @@ class HostFetcher(RobotsFetching):
         if is_post and not post.allowed(cfg.post_hosts, hostname, port):
             return self._no_request(req, FAILED, "post_not_allowed")
         try:
-            state.address = self._dial_here(hostname, port)
+            state.address = self._dial(hostname, port)
         except ForbiddenAddressError as e:
             state.address = e.addr
             return self._no_request(req, FORBIDDEN_ADDRESS, e.reason)

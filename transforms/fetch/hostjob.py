@@ -8,7 +8,6 @@ import traceback
 from schemas import tables
 from transforms import faults
 from transforms.fetch import hostfetcher as fetcher_mod
-from transforms.fetch.deadlines import Deadlines
 from transforms.fetch.hostrows import HostRows
 from transforms.fetch.netguard import Resolver
 from transforms.urls import canonical as urls_mod
@@ -170,42 +169,27 @@ def host_row_unchanged(host, state_row):
 
 
 def fetch_pool(config, threads, renderer=None):
-    """(pool, FetcherFactory) for a worker's concurrent host fetches: `threads` greenlets on
-    one event loop (greenpool, --fetch_engine loop), or threads (--fetch_engine threads, and
-    with --render: the browser calls the fetcher from its own threads)."""
-    if config.engine == "loop" and renderer is None:
-        from transforms.fetch.greenpool import GreenPool   # (greenlet, aiohttp: only where used)
-        return GreenPool(threads), FetcherFactory(config, renderer, green=True)
+    """(pool, FetcherFactory) for a worker's concurrent host fetches: `threads` threads, a
+    host on each (with --render the browser calls the fetcher from its own threads too)."""
     return (cf.ThreadPoolExecutor(threads, thread_name_prefix="fetch"),
             FetcherFactory(config, renderer))
 
 
 class FetcherFactory:
     """Picklable factory so each thread builds its own HostFetcher (and connections); the
-    fetchers share one deadline thread (connection.Deadlines), stopped by `close`, and one
-    resolver (thread-safe): each fetcher built its own from --resolve/--resolve_file, two
-    dicts of every mapped host per fetched host."""
+    fetchers share one resolver (thread-safe): each fetcher built its own from
+    --resolve/--resolve_file, two dicts of every mapped host per fetched host."""
 
-    def __init__(self, config, renderer=None, green=False):
+    def __init__(self, config, renderer=None):
         self.config = config
         self.renderer = renderer          # the worker's render.BrowserPool, or None
-        self.green = green                # fetchers for greenpool jobs (--fetch_engine loop)
-        self.deadlines = Deadlines()
         self.resolver = Resolver(config.resolve_map())
-        self.tls = None             # a green fetcher's https settings, built once and shared
-        if green:
-            from transforms.fetch.loopsender import TlsContext
-            self.tls = TlsContext(config.ca_bundle or True)
 
     def __getstate__(self):
-        return {"config": self.config, "renderer": self.renderer, "green": self.green}
+        return {"config": self.config, "renderer": self.renderer}
 
     def __setstate__(self, state):
-        self.__init__(state["config"], state["renderer"], state.get("green", False))
+        self.__init__(state["config"], state["renderer"])
 
     def __call__(self):
-        return fetcher_mod.HostFetcher(self.config, renderer=self.renderer, deadlines=self.deadlines,
-                                       resolver=self.resolver, green=self.green, tls=self.tls)
-
-    def close(self):
-        self.deadlines.close()
+        return fetcher_mod.HostFetcher(self.config, renderer=self.renderer, resolver=self.resolver)

@@ -67,7 +67,6 @@ class FetchConfig:
     conns_per_host: int = 1      # connection slots per host (slots.py); Crawl-delay forces 1
     render: RenderConfig = RenderConfig()   # JavaScript rendering (render.py, renderpolicy.py)
     post_hosts: tuple[str, ...] = ()   # --deep_web_post_hosts: who may get a POST (post.py)
-    engine: str = "curl"         # --fetch_engine: a thread per host (libcurl or urllib3), or greenlets on an event loop
 
     def __post_init__(self):
         robotsmod.product_token(self.user_agent)          # fail early on a bad UA

@@ -15,7 +15,6 @@ import functools
 import logging
 import threading
 
-from transforms.fetch.greenpool import run_concurrently
 from transforms.fetch.hostround import SlotRound
 from transforms.fetch.records import TRANSIENT
 
@@ -51,7 +50,7 @@ def fetch_in_slots(fetcher, reqs, state, rnd, start, results) -> None:
             errors.append(e)
 
     extra = [fetcher.slot_fetcher() for _ in range(k - 1)]
-    try:   # threads, or greenlets on the loop of a green fetcher (greenpool)
+    try:
         run_concurrently([functools.partial(run, f) for f in [fetcher, *extra]])
     finally:
         for f in extra:
@@ -69,3 +68,16 @@ def fetch_in_slots(fetcher, reqs, state, rnd, start, results) -> None:
     else:                                  # each already shown to the observer
         for r in out:
             results.record(r, r is TAKEN)
+
+
+def run_concurrently(calls) -> None:
+    """Call each of `calls` (no arguments) at once, the first in this thread, the others in
+    threads of their own, and return when all are done. Exceptions are the callers' to catch
+    inside each call."""
+    threads = [threading.Thread(target=c, name="fetch-slot", daemon=True) for c in calls[1:]]
+    for t in threads:
+        t.start()
+    if calls:
+        calls[0]()
+    for t in threads:
+        t.join()

@@ -1,8 +1,8 @@
 """Fetch: the Beam side of fetching. One element per host; many hosts at once per worker.
 
 `FetchHosts` receives one (host, its URL rows, its cached host state) element per host and
-hands it to a pool that lives as long as the DoFn instance (opened in `setup`: greenlets on
-an event loop, greenpool.py, or threads, `--fetch_engine`), or, in rounds of `min_pages` URLs
+hands it to a pool of threads that lives as long as the DoFn instance (opened in `setup`),
+or, in rounds of `min_pages` URLs
 or more with `--fetch_process`, to the same pool in child processes (fetchproc.py) that
 stream the pages back: same outputs, other interpreter locks.
 Each host is fetched sequentially by one `HostFetcher` (hostfetcher.py, through hostjob.fetch_one_host) with its
@@ -220,8 +220,6 @@ class FetchHosts(beam.DoFn):
         if getattr(self, "_process", None) is not None:
             self._process.close()
             self._process = None
-        if getattr(self, "_factory", None) is not None:
-            self._factory.close()
         renderer = getattr(self, "_renderer", None)
         if renderer is not None:
             renderer.close()
