@@ -155,6 +155,5 @@ def test_the_hosts_of_a_factory_share_one_resolver(monkeypatch):
         factory = FetcherFactory(loopback_config({n: srv for n in names}))
         fetched = [fetch_one_host(factory, f"{n}:{srv.port}", [{"url": f"http://{n}:{srv.port}/", "fp": i}],
                                   None)[0] for i, n in enumerate(names)]
-        factory.close()
     assert [p[0]["outcome"] for p in fetched] == [tables.OK] * 3
     assert len(calls) == 1
