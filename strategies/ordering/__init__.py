@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from strategies.graph import CrawlGraph
 from strategies.ordering.base import Ordering
+from strategies.ordering.depth_first import DepthFirst
 from strategies.ordering.focused import BestFirst, FishSearch, SharkSearch
 from strategies.ordering.partial_pagerank import PartialPageRank
 from strategies.ordering.simple import (Backlinks, BreadthFirst, LargerSitesFirst,
@@ -19,6 +20,7 @@ from strategies.ordering.simple import (Backlinks, BreadthFirst, LargerSitesFirs
 
 ORDERINGS: dict[str, type] = {
     "bfs": BreadthFirst,
+    "dfs": DepthFirst,               # a deep section first; a poor importance order
     "backlinks": Backlinks,
     "url_importance": UrlImportance,
     "preference": Preference,

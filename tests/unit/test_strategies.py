@@ -25,6 +25,8 @@ ROWS = [
 EXPECTED = {
     # depth, then discovery round: 0; (1,1) rows 5 and 4 tie -> fp 100 < 105; (1,2); (2,1); (3,2)
     "bfs": [0, 5, 4, 2, 1, 3],
+    # the reverse in depth, then in discovery round: (3,2); (2,1); (1,2); (1,1) fp 100 < 105; 0
+    "dfs": [3, 1, 2, 5, 4, 0],
     # in-links 5, 3 (fp 100 before 103), 1, 0 (fp 104), null counts as 0 (fp 105)
     "backlinks": [0, 5, 2, 1, 3, 4],
     # IL = (.com + 'home' + 1/slashes)/3: 2/3, 1/2 (fp 103), 1/2 (fp 105), 4/9, 1/3, 1/12
@@ -106,6 +108,42 @@ def test_bfs_crawl_fetches_pages_in_order_of_their_link_distance_from_the_seed()
     for a, b in zip(order, order[1:]):
         if dist[a] == dist[b]:
             assert (disc[a], a) < (disc[b], b)
+
+
+def _stack_dfs(G, root):
+    """Reference: depth-first search with an explicit stack that pushes a page once, when it
+    is first found; of one page's new links the smallest fingerprint is popped first."""
+    found, order, stack = {root}, [], [root]
+    while stack:
+        u = stack.pop()
+        order.append(u)
+        new = sorted((v for v in G.successors(u) if v not in found), reverse=True)
+        found.update(new)
+        stack.extend(new)
+    return order
+
+
+@pytest.mark.parametrize("seed", [3, 7, 11])
+def test_dfs_crawl_fetches_pages_in_the_preorder_of_a_depth_first_search(seed):
+    # a crawl loop fetching one page at a time, depth = 1 + depth of the first linker
+    G = nx.gnp_random_graph(60, 0.06, seed=seed, directed=True)
+    G.add_edges_from((i, i + 1) for i in range(0, 59, 3))
+    depth, disc, order = {0: 0}, {0: 0}, []
+    dfs = get_ordering("dfs")
+    for step in range(1, len(G) + 1):
+        pending = [u for u in depth if u not in order]
+        if not pending:
+            break
+        t = pa.table({"fp": pa.array(pending, pa.int64()), "host": ["h"] * len(pending),
+                      "depth": pa.array([depth[u] for u in pending], pa.int32()),
+                      "discovered_round": pa.array([disc[u] for u in pending], pa.int32())})
+        u = pending[fetch_order(t, dfs.score(t))[0]]
+        order.append(u)
+        for v in G.successors(u):
+            if v not in depth:
+                depth[v], disc[v] = depth[u] + 1, step
+    assert order == _stack_dfs(G, 0)
+    assert max(depth.values()) > max(nx.single_source_shortest_path_length(G, 0).values())
 
 
 def _candidates(links):
