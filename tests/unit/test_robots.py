@@ -47,6 +47,69 @@ def test_groups_for_the_same_agent_are_merged():
     assert not allowed(rules, "/a") and not allowed(rules, "/b") and allowed(rules, "/c")
 
 
+def test_user_agent_line_is_read_up_to_its_product_token_case_insensitively():
+    # 'BEAMCRAWL Crawler' and 'beamcrawl/2.0' both name beamcrawl (as Google's parser reads them)
+    for line in ("BEAMCRAWL Crawler", "beamcrawl/2.0", "BeamCrawl"):
+        rules = f"User-agent: *\nDisallow: /\n\nUser-agent: {line}\nAllow: /ok\nDisallow: /\n"
+        assert allowed(rules, "/ok/page"), line
+        assert not allowed(rules, "/other"), line
+
+
+def test_a_mozilla_compatible_user_agent_is_matched_on_the_bot_it_names():
+    ua = "Mozilla/5.0 (compatible; BeamCrawl/1.0; +https://example.org/bot)"
+    assert product_token(ua) == "beamcrawl"
+    rules = "User-agent: beamcrawl\nDisallow: /private\n\nUser-agent: mozilla\nDisallow: /\n"
+    assert allowed(rules, "/page", ua) and not allowed(rules, "/private/x", ua)
+
+
+def test_a_crawler_family_falls_back_to_its_parent_group_but_not_to_a_prefix_word():
+    rules = ("User-agent: beamcrawl\nDisallow: /family\n\nUser-agent: beam\nDisallow: /word\n"
+             "\nUser-agent: *\nDisallow: /star\n")
+    news = "beamcrawl-news/1.0"
+    assert not allowed(rules, "/family", news) and allowed(rules, "/star", news)
+    assert allowed(rules, "/word", UA) and not allowed(rules, "/family", UA)
+    assert not allowed(rules, "/star", "beamcrawlers/1.0")   # another word: the * group
+
+
+def test_star_followed_by_a_space_is_the_global_group():
+    assert not allowed("User-agent: * # everyone\nDisallow: /x\n", "/x")
+    assert not allowed("User-agent: * everyone\nDisallow: /x\n", "/x")
+
+
+def test_rules_before_any_user_agent_line_are_ignored():
+    rules = "Disallow: /orphan\nUser-agent: *\nDisallow: /x\n"
+    assert allowed(rules, "/orphan") and not allowed(rules, "/x")
+
+
+def test_an_unknown_line_ends_the_user_agent_list_a_sitemap_line_does_not():
+    # after 'Foo-directive' the next User-agent line starts a new group: beamcrawl gets no rules
+    rules = "User-agent: beamcrawl\nFoo-directive: x\nUser-agent: *\nDisallow: /\n"
+    assert allowed(rules, "/page")
+    rules = "User-agent: beamcrawl\nSitemap: http://a.test/s.xml\nUser-agent: *\nDisallow: /\n"
+    assert not allowed(rules, "/page")
+    assert RobotsPolicy.parse(rules).sitemaps == ["http://a.test/s.xml"]
+
+
+def test_a_missing_colon_and_common_misspellings_are_read():
+    assert not allowed("user-agent beamcrawl\ndisallow /x\n", "/x/y")
+    assert not allowed("User-agent: *\nDissallow: /x\n", "/x")
+
+
+def test_lines_end_at_cr_lf_or_crlf():
+    for eol in ("\r", "\n", "\r\n"):
+        rules = eol.join(["User-agent: other", "Disallow: /", "User-agent: *", "Disallow: /x", ""])
+        assert not allowed(rules, "/x") and allowed(rules, "/y"), repr(eol)
+
+
+def test_a_line_longer_than_the_limit_is_cut_there():
+    from transforms.fetch.robots import ROBOTS_MAX_LINE
+    head = "Disallow: /"
+    long_path = "a" * (ROBOTS_MAX_LINE - len(head))   # the line ends exactly at the limit
+    rules = f"User-agent: *\n{head}{long_path}zzz-cut-off\nAllow: /\n"
+    assert not allowed(rules, "/" + long_path + "-something-else")   # the rule as cut
+    assert allowed(rules, "/" + long_path[:-1] + "b")
+
+
 def test_longest_match_wins():
     rules = "User-agent: *\nDisallow: /shop\nAllow: /shop/public\n"
     assert not allowed(rules, "/shop/cart")
