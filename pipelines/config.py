@@ -223,12 +223,15 @@ def fetch_config(s) -> FetchConfig:
             resolve=resolve_entries(s), conns_per_host=int(s["conns_per_host"]),
             render=render_config(s),
             post_hosts=settings_deepweb.parse_post_hosts(s.get("deep_web_post_hosts"))
-            if s.get("deep_web", "off") == "forms" else ())
+            if s.get("deep_web", "off") == "forms" else (),
+            dns_servers=csv(s["dns_servers"]), dns_max_ttl=float(s["dns_max_ttl"]),
+            politeness_key=s["politeness_key"])
     except ConfigError:
         raise
-    except ValueError as e:   # FetchConfig checks the user agent and the CIDRs
+    except ValueError as e:   # FetchConfig checks the user agent, the CIDRs, the name servers
         text = str(e)
-        flag = "--user_agent" if "agent" in text.lower() or "token" in text.lower() else "--deny_addresses"
+        flag = ("--user_agent" if "agent" in text.lower() or "token" in text.lower()
+                else "--dns_servers" if "--dns_servers" in text else "--deny_addresses")
         raise ConfigError(f"{flag}: {text}") from None
 
 

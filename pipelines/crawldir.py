@@ -124,10 +124,10 @@ class CrawlDir:
             raise CrawlStateError(f"{path} is not valid JSON ({e}); restore it from a backup "
                                   "or start a new crawl directory.") from e
         version = config.get("schema_version")
-        if version != tables.SCHEMA_VERSION:
+        if version not in tables.READABLE_VERSIONS:
             raise CrawlStateError(
-                f"{path} has schema_version {version!r}; this beamcrawl reads version "
-                f"{tables.SCHEMA_VERSION}. Use a matching beamcrawl release.")
+                f"{path} has schema_version {version!r}; this beamcrawl reads versions "
+                f"{', '.join(map(str, tables.READABLE_VERSIONS))}. Use a matching beamcrawl release.")
         return config
 
     def write_config(self, config: dict) -> None:

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pipelines import settings_deepweb
+from pipelines import settings_deepweb, settings_politeness
 
 DEFAULT_USER_AGENT = "beamcrawl/0.1 (+https://github.com/beamcrawl/beamcrawl)"
 GROUPS = {
@@ -144,17 +144,9 @@ ROUND_SETTINGS = {s.name: s for s in [
       "Extract links even from pages whose meta robots says nofollow (audits)."),
     S("sitemaps", parse_bool, True, "scope", "Read the sitemaps robots.txt lists (else /sitemap.xml) "
       "and queue their URLs with lastmod."),
-    # --- politeness ---
-    S("max_per_host", int, 100, "politeness", "At most this many URLs of one host per round.", at_least(1)),
-    S("delay_per_host", float, 1.0, "politeness", "Seconds between two requests to one host; "
-      "robots Crawl-delay raises it.", at_least(0, " s")),
-    S("max_crawl_delay", float, 30.0, "politeness", "Hosts whose robots Crawl-delay exceeds this "
-      "many seconds are deferred and reported.", at_least(0, " s")),
-    S("obey_robots", parse_bool, True, "politeness", "Obey robots.txt (RFC 9309)."),
-    S("robots_ttl", float, 86400.0, "politeness", "Seconds a host's robots.txt is cached across "
-      "rounds (in the hosts table).", at_least(0, " s"), shown="86400 (24 h)"),
-    S("user_agent", str, DEFAULT_USER_AGENT, "politeness",
-      "User-Agent header; its first token is matched against robots.txt groups.", non_empty),
+    # --- politeness (pipelines/settings_politeness.py) ---
+    *settings_politeness.settings(S, at_least, between, one_of, non_empty, parse_bool,
+                                  DEFAULT_USER_AGENT),
     # --- fetching ---
     S("connect_timeout", float, 10.0, "fetching", "TCP connect timeout, seconds.", at_least(0.001, " s")),
     S("read_timeout", float, 30.0, "fetching", "Socket read timeout, seconds.", at_least(0.001, " s")),
@@ -168,9 +160,6 @@ ROUND_SETTINGS = {s.name: s for s in [
       "many times, then recorded as failed.", at_least(0)),
     S("retry_backoff", float, 60.0, "fetching", "Seconds before the first retry; the k-th waits "
       "this × 2^k.", at_least(0, " s")),
-    S("conns_per_host", int, 1, "politeness", "Connections to one host at once (up to 8, for "
-      "one's own sites); each keeps --delay_per_host between its requests; a robots "
-      "Crawl-delay or a Retry-After forces 1.", between(1, 8)),
     S("fetch_threads", int, 32, "fetching", "Hosts fetched concurrently per worker.", at_least(1)),
     S("page_processes", str, "auto", "fetching", "Processes parsing a worker's pages beside its fetch "
       "threads (rounds planning 256 pages or more); auto = cores - 1, 0 = parse in the fetching process.",
@@ -189,6 +178,12 @@ ROUND_SETTINGS = {s.name: s for s in [
     S("resolve", str, "", "fetching", "Resolver override in curl syntax: HOST:PORT:ADDR[,HOST:PORT:ADDR...]."),
     S("resolve_file", str, "", "fetching", "File with one HOST:PORT:ADDR per line "
       "(the simulated web writes one)."),
+    S("dns_servers", str, "", "fetching", "Comma-separated name servers (ADDR or ADDR:PORT) the "
+      "crawler asks; '' = the system's (/etc/hosts, then /etc/resolv.conf's servers)."),
+    S("dns_max_ttl", float, 21600.0, "fetching", "A host's DNS answer is reused across rounds "
+      "(hosts table) for its TTL, at most this many seconds (0: looked up every round); again "
+      "after a failed connection. A lookup counts inside --deadline.", at_least(0, " s"),
+      shown="21600 (6 h)"),
     # --- rendering JavaScript pages (transforms/fetch/render.py, #19) ---
     S("render", str, "none", "fetching", "Render HTML pages in headless Chromium before parsing: "
       "none, auto (pages whose static HTML looks script-built, and every page of a host where "
@@ -213,8 +208,10 @@ ROUND_SETTINGS = {s.name: s for s in [
     # --- ordering ---
     S("max_pages", int, 1000, "ordering", "URLs fetched per round (the fetch list's size).", at_least(1)),
     S("strategy", str, "bfs", "ordering", "Ordering that scores the frontier: bfs, backlinks, "
-      "url_importance, preference, partial_pagerank, opic, larger_sites_first, random; focused: "
-      "best_first, shark_search, fish_search (see --topic).", crawl_strategy),
+      "url_importance, preference, partial_pagerank, opic, larger_sites_first, random; dfs "
+      "(deepest first: to reach a site's deep section in few rounds, with --max_depth; a poor "
+      "importance order, below random: docs/ordering-dfs.md); focused: best_first, "
+      "shark_search, fish_search (see --topic).", crawl_strategy),
     S("strategy_params", str, "", "ordering", "KEY=VALUE,... for the strategy, e.g. x=2,y=1 "
       "(preference) or damping=0.85,tol=1e-8 (partial_pagerank)."),
     S("pagerank_path", str, "auto", "ordering", "Where PageRank strategies compute it: memory "

@@ -13,7 +13,10 @@ Conventions
 """
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# crawl.json versions this beamcrawl reads: a version-1 crawl's tables lack the columns
+# added since (LATER_COLUMNS), which read as nulls.
+READABLE_VERSIONS = (1, 2)
 
 # Outcomes of a fetch, recorded in visited.outcome. A URL ends in visited exactly once,
 # with one of these; transient failures stay in the frontier until they succeed or
@@ -141,7 +144,9 @@ LATER_COLUMNS = {"visited": ("lsh_keys", "source", "refused_by", "near_cluster_f
                              "language", "published", "modified", "relevance", "rendered",
                              "render_links", "method", "request_body"),
                  "frontier": ("topic_score", "topic_inherited", "depth_left", "method", "request_body"),
-                 "hosts": ("render_helped",),
+                 "hosts": ("render_helped",
+                           # version 2: DNS kept across rounds, robots.txt unreachable for how long
+                           "address_expires", "dns_lookups", "robots_unreachable_since"),
                  "filtered": ("depth", "source", "refused_by"),
                  "near_duplicates": ("host", "cluster_fp", "cluster_round")}
 
@@ -168,9 +173,12 @@ HOSTS = pa.schema([
     ("robots_state", pa.string()),       # parsed / allow_all / disallow_all
     ("robots_body", pa.string()),        # first 500 KiB of robots.txt as text
     ("robots_fetched_at", pa.float64()), # cache time: refetched after robots_ttl
+    ("robots_unreachable_since", pa.float64()),  # first of the failed robots.txt fetches (5xx, network) since it was last reached; null when reached
     ("crawl_delay", pa.float64()),       # seconds, as robots.txt declares it (a host over --max_crawl_delay is deferred)
     ("sitemaps", pa.list_(pa.string())),
     ("address", pa.string()),            # last resolved address
+    ("address_expires", pa.float64()),   # the address is reused until then (its DNS TTL, at most --dns_max_ttl); null: resolve before use
+    ("dns_lookups", pa.int64()),         # cumulative DNS lookups made for the host
     ("fetches", pa.int64()),             # cumulative requests made to the host
     ("errors", pa.int64()),              # cumulative failed requests
     ("consecutive_failures", pa.int32()),

@@ -175,9 +175,10 @@ class SimWeb:
             for v in ROBOTS_VARIANTS[1:]:
                 graph_hosts.append((f"robots{v}.{DOMAIN}", "robots", v, 4))
         for gi, (name, kind, variant, size) in enumerate(graph_hosts):
+            shared = {"addr": f"{cfg.addr_prefix}.0.1"} if gi < cfg.shared_hosts else {}
             h = self._add_host(name, kind, robots=variant, template=gi % 3,
                                gzip=bool(rng.random() < cfg.gzip_host_share),
-                               topic=int(topics_perm[gi % len(topics_perm)] % K))
+                               topic=int(topics_perm[gi % len(topics_perm)] % K), **shared)
             h.size = size
         self.n_graph_hosts = len(self.hosts)
 

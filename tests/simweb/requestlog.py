@@ -29,22 +29,23 @@ def read_log(path) -> list[dict]:
     return out
 
 
-def by_host(records) -> dict[str, list[dict]]:
+def by_host(records, key: str = "host") -> dict[str, list[dict]]:
+    """Records by host name (key="addr": by the address that received them, a server)."""
     d = defaultdict(list)
     for r in records:
-        d[r["host"]].append(r)
+        d[r[key]].append(r)
     for v in d.values():
         v.sort(key=lambda r: r["start"])
     return dict(d)
 
 
-def gaps_per_host(records, measure: str = "start") -> dict[str, list[float]]:
+def gaps_per_host(records, measure: str = "start", key: str = "host") -> dict[str, list[float]]:
     """Gaps between consecutive requests to each host, in seconds.
 
     measure="start": start(n+1) - start(n); measure="end": start(n+1) - end(n) (idle time
     between the end of one response and the next request)."""
     out = {}
-    for h, rs in by_host(records).items():
+    for h, rs in by_host(records, key).items():
         if measure == "end":
             out[h] = [b["start"] - a["end"] for a, b in zip(rs, rs[1:])]
         else:
@@ -52,14 +53,15 @@ def gaps_per_host(records, measure: str = "start") -> dict[str, list[float]]:
     return out
 
 
-def min_gap_per_host(records, measure: str = "start") -> dict[str, float]:
-    return {h: min(g) for h, g in gaps_per_host(records, measure).items() if g}
+def min_gap_per_host(records, measure: str = "start", key: str = "host") -> dict[str, float]:
+    return {h: min(g) for h, g in gaps_per_host(records, measure, key).items() if g}
 
 
-def max_concurrency_per_host(records) -> dict[str, int]:
-    """Most requests to one host in flight at the same time (1 = strictly sequential)."""
+def max_concurrency_per_host(records, key: str = "host") -> dict[str, int]:
+    """Most requests to one host (key="addr": one server address) in flight at the same time
+    (1 = strictly sequential)."""
     out = {}
-    for h, rs in by_host(records).items():
+    for h, rs in by_host(records, key).items():
         ev = sorted([(r["start"], 1) for r in rs] + [(r["end"], -1) for r in rs],
                     key=lambda x: (x[0], x[1]))
         cur = best = 0

@@ -167,7 +167,7 @@ class SimWebServer:
 
     # ------------------------------------------------------------------ sockets
     def _bind_all(self) -> int:
-        addrs = [h.addr for h in self.web.hosts]
+        addrs = list(dict.fromkeys(h.addr for h in self.web.hosts))   # (shared hosting: one socket)
         for a in addrs:
             _check_loopback(a)
         rnd = random.Random()

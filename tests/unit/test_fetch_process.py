@@ -87,7 +87,7 @@ def test_nothing_is_lost_when_the_fetch_process_dies():
                                      for j in range(40)], None) for i, n in enumerate(names)]
         proc = FetchProcess(cfg, 4).start()
         assert proc.ready()
-        pages, leftovers = _fetch_killing(proc.fetch(jobs), jobs, 3, proc._proc.kill)
+        pages, leftovers = _fetch_killing(proc.fetch(one_host_units(jobs)), jobs, 3, proc._proc.kill)
         assert leftovers and all("fetch process died" in p["reason"] for p in leftovers)
         assert all(p["outcome"] == OK for p in pages)
         assert proc.broken and not proc.ready()
@@ -106,7 +106,7 @@ if __name__ == "__main__":
         assert proc.ready()
         jobs = [("a.test:%d" % srv.port, [{{"url": "http://a.test:%d/%d" % (srv.port, j), "fp": j}}
                                            for j in range(5)], None)]
-        for message in proc.fetch(jobs):
+        for message in proc.fetch([(h, [(h, r, st)]) for h, r, st in jobs]):
             print(message[0], flush=True)
         print("NOT KILLED", flush=True)
 '''
@@ -133,7 +133,7 @@ def test_a_bundle_that_stops_reading_stops_the_fetch_process():
         proc = FetchProcess(cfg, 2).start()
         assert proc.ready()
         child = proc._proc
-        stream = proc.fetch(jobs)
+        stream = proc.fetch(one_host_units(jobs))
         assert next(stream)[0] == "host"
         started = time.monotonic()
         stream.close()
@@ -161,7 +161,7 @@ def test_on_the_runner_the_fetch_process_gives_the_pages_metrics_and_progress(ca
         paths = ["a", "b", "gone", "c", "d", "e"]
         rows = pa.Table.from_pylist([{"url": f"http://{host}/{p}", "fp": i} for i, p in enumerate(paths)])
         p = beam.Pipeline(runner=fn_runner.FnApiRunner())
-        pages = (p | beam.Create([(host, {"urls": [rows], "state": []})])
+        pages = (p | beam.Create([(host, [(host, {"urls": [rows], "state": []})])])
                  | beam.ParDo(FetchHosts(cfg, threads=2, sitemaps=False, progress_seconds=0.05,
                                          processes=1, min_pages=1), planned=len(paths)))
         assert_that(pages | beam.Map(lambda pg: (pg["url"].rsplit("/", 1)[1], pg["outcome"])),
@@ -191,7 +191,7 @@ def test_the_child_is_sent_a_window_of_hosts_not_the_whole_fetch_list():
         assert proc.ready()
         log = []
         proc._channel = _Recording(proc.channel(), log)
-        done = [m[1] for m in proc.fetch(jobs) if m[0] == "done"]
+        done = [m[1] for m in proc.fetch(one_host_units(jobs)) if m[0] == "done"]
         proc.close()
     assert sorted(done) == sorted(h for h, _, _ in jobs)
     outstanding, most = 0, 0
@@ -289,6 +289,11 @@ def test_the_outbox_holds_at_most_its_slots_and_cuts_batches_by_bytes():
     assert all(len(b) <= 2 for b in pipe.batches)   # 2 half-budget bodies fill a batch
 
 
+def one_host_units(jobs):
+    """(host, rows, state) jobs as the fetch step hands them over: units of one host each."""
+    return [(host, [(host, rows, state)]) for host, rows, state in jobs]
+
+
 def _slow_jobs(srv, names, per_host=20):
     return [(f"{n}:{srv.port}", [{"url": f"http://{n}:{srv.port}/{j}", "fp": 1000 * i + j}
                                  for j in range(per_host)], None) for i, n in enumerate(names)]
@@ -307,7 +312,7 @@ def test_the_children_of_a_fleet_share_the_jobs():
             log = []
             child._channel = _Recording(child.channel(), log)
             hosts_of.append(log)
-        done = [m[1] for m in fleet.fetch(_slow_jobs(srv, names, 3)) if m[0] == "done"]
+        done = [m[1] for m in fleet.fetch(one_host_units(_slow_jobs(srv, names, 3))) if m[0] == "done"]
         fleet.close()
     assert sorted(done) == sorted(f"{n}:{srv.port}" for n in names)
     assert all(("sent", "job") in log for log in hosts_of)        # both children took jobs
@@ -337,7 +342,7 @@ def test_a_fleet_deals_the_first_jobs_to_its_children_in_turn():
         for k, child in enumerate(fleet.children):
             child._channel = _Dealt(child.channel(), sent, k)
         jobs = _slow_jobs(srv, names, 2)
-        done = [m[1] for m in fleet.fetch(jobs) if m[0] == "done"]
+        done = [m[1] for m in fleet.fetch(one_host_units(jobs)) if m[0] == "done"]
         fleet.close()
     assert sorted(done) == sorted(h for h, _, _ in jobs)
     assert [k for k, _ in sent[:4]] == [0, 1, 0, 1]
@@ -382,7 +387,7 @@ def test_when_a_child_of_a_fleet_dies_the_others_take_its_jobs_and_nothing_is_lo
     with LocalServer(SLOW) as srv:
         jobs, fleet = _started_fleet(srv, [f"k{i}.test" for i in range(8)], 0.02)
         victim = fleet.children[0]
-        _, leftovers = _fetch_killing(fleet.fetch(jobs), jobs, 3, victim._proc.kill)
+        _, leftovers = _fetch_killing(fleet.fetch(one_host_units(jobs)), jobs, 3, victim._proc.kill)
         # the other child went on: some hosts were fetched to their end (killed at the 3rd
         # page, the victim finished none of its 20-URL hosts). How many hosts the victim had
         # taken depends on scheduling (it may hold half of them: 80 leftovers was seen under load)
@@ -395,7 +400,7 @@ def test_when_a_child_of_a_fleet_dies_the_others_take_its_jobs_and_nothing_is_lo
 def test_when_every_child_of_a_fleet_dies_the_jobs_left_come_back_transient():
     with LocalServer(SLOW) as srv:
         jobs, fleet = _started_fleet(srv, [f"z{i}.test" for i in range(12)], 0.05)
-        _fetch_killing(fleet.fetch(jobs), jobs, 2, lambda: [c._proc.kill() for c in fleet.children])
+        _fetch_killing(fleet.fetch(one_host_units(jobs)), jobs, 2, lambda: [c._proc.kill() for c in fleet.children])
         assert not fleet.ready()
         fleet.close()
 
@@ -408,7 +413,7 @@ def test_a_bundle_that_stops_reading_stops_every_child_of_a_fleet():
         fleet = FetchFleet(cfg, 4, 2).start()
         assert fleet.ready()
         procs = [c._proc for c in fleet.children]
-        stream = fleet.fetch(_slow_jobs(srv, names, 40))
+        stream = fleet.fetch(one_host_units(_slow_jobs(srv, names, 40)))
         assert next(stream)[0] == "host"
         started = time.monotonic()
         stream.close()
@@ -441,7 +446,7 @@ def test_a_bug_while_reading_a_child_fails_the_bundle_instead_of_hanging_it():
         assert fleet.ready()
         fleet.children[1]._channel = _Buggy(fleet.children[1].channel(), [])
         with pytest.raises(RuntimeError, match="a bug"):
-            list(fleet.fetch(_slow_jobs(srv, names, 20)))
+            list(fleet.fetch(one_host_units(_slow_jobs(srv, names, 20))))
         assert all(not c._proc or not c._proc.is_alive() for c in fleet.children)
         fleet.close()
 
@@ -463,7 +468,7 @@ def test_the_pipes_are_read_again_while_the_messages_read_go_downstream():
             seen = []   # at each message out: (messages read from the pipe by now, out before it)
             jobs = _slow_jobs(srv, names, 2)
             got = lambda: sum(1 for d, k in log if d == "got" and k != "end")
-            for message in proc.fetch(jobs, max_ready):
+            for message in proc.fetch(one_host_units(jobs), max_ready):
                 seen.append((got(), len(seen)))
                 # the downstream step: slow for the first messages, so the child (sent the next
                 # jobs by the dones of the first read) has more for the pipe meanwhile

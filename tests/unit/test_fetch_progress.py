@@ -105,7 +105,7 @@ def test_the_fetch_step_shows_progress_while_it_fetches(capsys):
         fn.start_bundle()
         rows = pa.Table.from_pylist([{"url": f"http://{host}/p{i}", "fp": i} for i in range(8)])
         try:
-            list(fn.process((host, {"urls": [rows], "state": []}), planned=8))
+            list(fn.process((host, [(host, {"urls": [rows], "state": []})]), planned=8))
             list(fn.finish_bundle())
         finally:
             fn.teardown()
@@ -125,7 +125,7 @@ def test_the_fetch_step_counts_pages_bytes_and_errors_as_beam_metrics():
         rows = pa.Table.from_pylist([{"url": f"http://{host}/{p}", "fp": i}
                                      for i, p in enumerate(["a", "b", "gone"])])
         p = beam.Pipeline(runner=fn_runner.FnApiRunner())
-        _ = (p | beam.Create([(host, {"urls": [rows], "state": []})])
+        _ = (p | beam.Create([(host, [(host, {"urls": [rows], "state": []})])])
              | beam.ParDo(FetchHosts(cfg, threads=2, sitemaps=False), planned=3))
         result = p.run()
         result.wait_until_finish()

@@ -474,8 +474,8 @@ def fetch_hosts(jobs, cfg, max_workers, planned=0, used=None, **fn_kw):
     try:
         for host, reqs, state in jobs:
             rows = pa.Table.from_pylist([{"url": r.url, "fp": r.fp} for r in reqs])
-            out.extend(fn.process((host, {"urls": [rows], "state": [state.to_row()] if state else []}),
-                                  planned))
+            joined = {"urls": [rows], "state": [state.to_row()] if state else []}
+            out.extend(fn.process((host, [(host, joined)]), planned))
         out.extend(v.value if hasattr(v, "windows") else v for v in fn.finish_bundle())
         if used is not None:
             used["process"] = fn._process

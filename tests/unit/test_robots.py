@@ -277,3 +277,53 @@ def test_obey_robots_off_skips_robots():
     results, state, seen = run({"/robots.txt": page(b"User-agent: *\nDisallow: /\n"), "*": page(b"ok")},
                                ["/a"], obey_robots=False)
     assert seen == ["/a"] and results[0].outcome == OK
+
+
+# ----------------------------------------------------------------- unreachable for 30 days
+
+DAY = 86400.0
+
+
+def _unreachable_state(days, body="User-agent: *\nDisallow: /private\n"):
+    import time
+    now = time.time()
+    return HostState(host="x", robots_status=503, robots_state="disallow_all", robots_body=body,
+                     robots_fetched_at=now - 3600, robots_unreachable_since=now - days * DAY)
+
+
+def test_unreachable_robots_keeps_the_last_copy_and_when_it_was_first_missed():
+    results, state, seen = run({"/robots.txt": status(503), "*": page(b"ok")}, ["/public"])
+    assert results[0].reason == "robots_5xx" and seen == ["/robots.txt"]
+    assert state.robots_unreachable_since is not None
+    first_missed = state.robots_unreachable_since
+    state.robots_body = "User-agent: *\nDisallow: /private\n"   # as a copy reached before
+    results, state, seen = run({"/robots.txt": status(503), "*": page(b"ok")}, ["/public"], state=state)
+    assert results[0].reason == "robots_5xx"
+    assert state.robots_unreachable_since == first_missed           # the streak goes on
+    assert state.robots_body == "User-agent: *\nDisallow: /private\n"
+
+
+def test_unreachable_for_less_than_30_days_still_disallows_everything():
+    results, state, seen = run({"/robots.txt": status(500), "*": page(b"ok")}, ["/public"],
+                               state=_unreachable_state(29))
+    assert results[0].outcome == TRANSIENT and seen == ["/robots.txt"]
+
+
+def test_unreachable_for_30_days_obeys_the_last_copy_reached():
+    results, state, seen = run({"/robots.txt": status(500), "*": page(b"ok")}, ["/private/a", "/public"],
+                               state=_unreachable_state(31))
+    assert [r.outcome for r in results] == [ROBOTS_DENIED, OK]
+    assert seen == ["/robots.txt", "/public"]
+    assert state.robots_state == "parsed" and state.robots_unreachable_since is not None
+
+
+def test_unreachable_for_30_days_with_no_copy_ever_reached_is_unavailable():
+    results, state, seen = run({"/robots.txt": status(500), "*": page(b"ok")}, ["/private/a"],
+                               state=_unreachable_state(31, body=None))
+    assert results[0].outcome == OK and state.robots_state == "allow_all"
+
+
+def test_reaching_robots_again_ends_the_streak():
+    results, state, seen = run({"/robots.txt": page(b"User-agent: *\nDisallow: /new\n"), "*": page(b"ok")},
+                               ["/new"], state=_unreachable_state(31))
+    assert results[0].outcome == ROBOTS_DENIED and state.robots_unreachable_since is None

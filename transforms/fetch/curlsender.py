@@ -20,7 +20,9 @@ fetcher's (`ForbiddenAddressError`, `ResolveError`, `DeadlineExceeded`), which
 
 What it keeps to:
 - every request dials the address the fetcher resolved and guarded (`dial`), by libcurl's
-  CONNECT_TO; the Host header, SNI and certificate check keep the host name;
+  CONNECT_TO; the Host header, SNI and certificate check keep the host name; and libcurl
+  asks the guard again about the address of every socket it opens (OPENSOCKETFUNCTION):
+  a refused one is never connected to (ForbiddenAddressError);
 - TLS verifies the host name against certifi's bundle or --ca_bundle, as requests does;
 - the whole-request deadline bounds the exchange; the connect timeout bounds the connect
   (and TLS handshake); the read timeout bounds each silence once connected (the multi
@@ -35,6 +37,7 @@ import errno
 import http.client
 import io
 import os
+import socket
 import time
 from urllib.parse import urlsplit, urlunsplit
 
@@ -43,6 +46,7 @@ from requests import exceptions as rx
 from requests.utils import DEFAULT_CA_BUNDLE_PATH
 
 from transforms.fetch.connection import DeadlineExceeded, origin_port
+from transforms.fetch.netguard import ForbiddenAddressError
 from transforms.fetch.curlhead import BadHead, parse_head
 from transforms.fetch.exchange import Received
 from transforms.fetch.records import DRAIN_LIMIT, READ_CHUNK
@@ -170,8 +174,10 @@ class CurlSender:
     cache keeps the keep-alive connections) and `send`. `dial(host, port)` resolves and
     guards. Not thread-safe: one fetcher, one thread."""
 
-    def __init__(self, dial, verify: bool | str = True):
+    def __init__(self, dial, verify: bool | str = True, guard=None):
         self._dial = dial
+        self._guard = guard       # address -> None (allowed) or why not (netguard.AddressGuard.check)
+        self._refused = None      # (address, reason) of the socket the guard refused last
         self.verify = verify
         self._ca = DEFAULT_CA_BUNDLE_PATH if verify is True else verify
         self._ca_found = verify is False or (bool(self._ca) and os.path.exists(self._ca))
@@ -187,6 +193,8 @@ class CurlSender:
                            (pycurl.HTTP_CONTENT_DECODING, 0), (pycurl.PATH_AS_IS, 1),
                            (pycurl.TCP_NODELAY, 1)):
             easy.setopt(opt, value)
+        if self._guard is not None:
+            easy.setopt(pycurl.OPENSOCKETFUNCTION, self._open_socket)
         if self.verify is False:
             easy.setopt(pycurl.SSL_VERIFYPEER, 0)
             easy.setopt(pycurl.SSL_VERIFYHOST, 0)
@@ -194,6 +202,16 @@ class CurlSender:
             easy.setopt(pycurl.CAPATH if os.path.isdir(self._ca) else pycurl.CAINFO, self._ca)
         self._easy, self._multi, self._set = easy, pycurl.CurlMulti(), {}
         return self._easy, self._multi
+
+    def _open_socket(self, purpose, address):
+        """libcurl's socket for a connection to `address`, if the guard allows the address
+        (else none: the connect fails and `send` raises ForbiddenAddressError)."""
+        family, socktype, protocol, sockaddr = address
+        reason = self._guard(sockaddr[0])
+        if reason is not None:
+            self._refused = (sockaddr[0], reason)
+            return pycurl.SOCKET_BAD
+        return socket.socket(family, socktype, protocol)
 
     def clear(self) -> None:
         """Close every connection (the next request opens a new one)."""
@@ -211,7 +229,7 @@ class CurlSender:
         """The response to `prep` (a `prepared.Prepared`), its body as received up to what the
         fetcher's readers take of it for a decoded `body_cap` (default 10 MiB)."""
         scheme, host, port, url = origin(prep.url)
-        addr = self._dial(host, port)          # ForbiddenAddressError / ResolveError
+        addr = self._dial(host, port, deadline_at)   # ForbiddenAddressError / ResolveError
         if scheme == "https" and not self._ca_found:
             raise OSError(f"Could not find a suitable TLS CA certificate bundle, invalid path: {self._ca}")
         easy, multi = (self._easy, self._multi) if self._easy is not None else self._open()
@@ -225,6 +243,9 @@ class CurlSender:
         if code and not (code == pycurl.E_WRITE_ERROR and ex.cut):
             os_errno = easy.getinfo(pycurl.OS_ERRNO)
             self.clear()              # whatever broke, no connection of it is used again
+            refused, self._refused = self._refused, None
+            if refused is not None:
+                raise ForbiddenAddressError(host, *refused)
             raise _translated(code, message, os_errno)
         try:
             version, reason, items = parse_head(ex.heads.getvalue())

@@ -6,10 +6,10 @@ batches the workers cannot take). Every request of a host's chain waits for that
 several times, so a big host's one-connection chain ran at the pace of the whole process.
 In a process of their own they share it only with each other, and the round uses both cores.
 
-One pipe, one bundle at a time. The parent sends the bundle's jobs one by one, `("job", host,
-rows, state_row)` (longest first, as given), keeping at most `window(threads)` of them sent
-and not done, then `("last",)`; the child fetches them on its threads with
-`hostjob.fetch_one_host` and sends, in the order they happen: `("host", host)` when a host
+One pipe, one bundle at a time. The parent sends the bundle's jobs one by one, `("job", unit,
+[(host, rows, state_row), ...])` (a politeness unit's hosts; longest first, as given),
+keeping at most `window(threads)` of them sent and not done, then `("last",)`; the child
+fetches them on its threads with `hostjob.fetch_unit` and sends, in the order they happen: `("host", host)` when a host
 starts, `("page", host, page)` as each fetch ends, `("done", host, result)` behind a host's
 last page, and `("end",)` once the last job is done, several to a pipe message (`Outbox`).
 A full pipe makes the fetch threads wait, so memory holds the pages in flight, as in the
@@ -40,7 +40,7 @@ import threading
 import time
 
 from transforms import faults
-from transforms.fetch.hostjob import (as_rows, fetch_one_host, fetch_pool, host_row_unchanged,
+from transforms.fetch.hostjob import (as_rows, fetch_pool, fetch_unit, host_row_unchanged,
                                       transient_pages)
 from transforms.procs import Helper, usable_cores, wait_any
 
@@ -109,14 +109,15 @@ def serve(conn, config, threads):
     pool, factory = fetch_pool(config, threads)
     send = Outbox(conn, threads).put
 
-    def one(host, rows, state_row):
-        send(("host", host))
+    def one(unit, members):
+        for host, _rows, _state in members:
+            send(("host", host))
         try:
-            result = fetch_one_host(factory, host, rows, state_row, None,
-                                    lambda page: send(("page", host, page)))
-        except BaseException as e:   # noqa: BLE001 - fetch_one_host never raises; re-raised by the parent
-            result = RuntimeError(f"fetch process: {type(e).__name__}: {e}")
-        send(("done", host, result))
+            results = fetch_unit(factory, members, None, lambda host, page: send(("page", host, page)))
+        except BaseException as e:   # noqa: BLE001 - fetch_unit never raises; re-raised by the parent
+            results = [RuntimeError(f"fetch process: {type(e).__name__}: {e}")] * len(members)
+        for (host, _rows, _state), result in zip(members, results):
+            send(("done", host, result))
 
     try:
         running = set()    # the jobs not done (each removes itself: no scan per job)
@@ -199,25 +200,29 @@ class _ChildRun:
 
     def __init__(self, child, unsent):
         self.child, self.unsent, self.channel = child, unsent, child.channel()
-        self.by_host = {}                # the jobs sent and not done
+        self.by_host = {}                # the hosts sent and not done
+        self.unit_of, self.open_units = {}, {}   # host -> its unit; unit -> its hosts not done
         self.received = collections.defaultdict(set)
         self.last_sent = self.finished = False
 
     def begin_one(self):
         """One more job (or "last") if the window has room."""
-        if not self.last_sent and len(self.by_host) < window(self.child.threads):
+        if not self.last_sent and len(self.open_units) < window(self.child.threads):
             self._send_next()
 
     def _send_next(self):   # the next job, or ("last",) once they are all sent
         try:
-            host, rows, state_row = self.unsent.popleft()
+            unit, members = self.unsent.popleft()
         except IndexError:
-            host = None
-        if host is not None:   # as Python lists (HostRows), converted here: the child only
+            unit = None
+        if unit is not None:   # as Python lists (HostRows), converted here: the child only
             # loads them (a 35-row host: 13.5 us, where a 30-row Arrow table took 225 us to pickle
             # and load, and converting it takes 72 us)
-            self.by_host[host] = (rows, state_row)
-            self.channel.put(("job", host, as_rows(rows), state_row))
+            for host, rows, state_row in members:
+                self.by_host[host] = (rows, state_row)
+                self.unit_of[host] = unit
+            self.open_units[unit] = len(members)
+            self.channel.put(("job", unit, [(h, as_rows(rows), st) for h, rows, st in members]))
         elif not self.last_sent:
             self.last_sent = True
             self.channel.put(("last",))
@@ -237,8 +242,12 @@ class _ChildRun:
                 elif kind == "done":   # a done host's pages are no longer needed for
                     del self.by_host[message[1]]   # `lost`: only hosts in flight are held
                     self.received.pop(message[1], None)
+                    unit = self.unit_of.pop(message[1])
+                    self.open_units[unit] -= 1
                     try:
-                        self._send_next()   # before the host's outputs go downstream
+                        if not self.open_units[unit]:   # the unit is done: the next job
+                            del self.open_units[unit]
+                            self._send_next()   # before the host's outputs go downstream
                     except (OSError, ValueError):   # the child is gone: these messages still
                         pass   # go out, and the next take() ends in EOFError (then `lost`)
                 out.append(message)
@@ -318,8 +327,9 @@ def fetch_in_children(children, jobs, max_ready=256):
                     pass
         reason = "; ".join(c.broken for c in children if c.broken) or "no fetch process left"
         while unsent:   # every child died before taking these
-            host, rows, state_row = unsent.popleft()
-            yield "done", host, lost_host(host, rows, state_row, (), reason)
+            _unit, members = unsent.popleft()
+            for host, rows, state_row in members:
+                yield "done", host, lost_host(host, rows, state_row, (), reason)
         completed = True
     finally:
         if not completed:   # the bundle stopped reading (it failed downstream): the rest of

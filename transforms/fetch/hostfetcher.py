@@ -9,9 +9,16 @@ Settings and their defaults: `records.FetchConfig`.
 Outcomes and the reasons produced: `records.FetchResult`.
 
 Address safety: every connection (page, robots, robots redirect hops) dials an address
-the fetcher resolved itself (`netguard.Resolver`, overrides first) and checked with
-`netguard.AddressGuard`; the Host header, TLS SNI and certificate check keep the host
-name. Proxies from the environment are ignored (`trust_env=False`).
+the fetcher resolved itself (`resolver.Resolver`, overrides first) and checked with
+`netguard.AddressGuard`, which libcurl asks again about the address of every socket it
+opens; the Host header, TLS SNI and certificate check keep the host name. Proxies from the
+environment are ignored.
+
+DNS: a host's address comes from the hosts table while its answer lasts (`address`,
+`address_expires`), else from a lookup bounded by --deadline, whose time the URL's request
+then has less of (a resolver that stalls holds the fetch for the deadline, no longer). A
+lookup is counted in the host's `dns_lookups`; a failed connection to the address has it
+looked up again (once a round), and the next round too (`address_expires` cleared).
 """
 
 from __future__ import annotations
@@ -64,6 +71,10 @@ from transforms.fetch.slots import fetch_in_slots
 
 log = logging.getLogger(__name__)
 
+# failures of the connection itself: the address may be stale (looked up again)
+CONNECT_FAILURES = frozenset({"connect_refused", "connect_error", "timeout_connect"})
+ROBOTS_CONNECT_FAILURES = frozenset(f"robots_{r}" for r in CONNECT_FAILURES)
+
 # ----------------------------------------------------------------- the host fetcher
 
 class HostFetcher(RobotsFetching):
@@ -83,11 +94,12 @@ class HostFetcher(RobotsFetching):
         self.clock = clock
         self.sleep = sleep
         self.guard = config.guard()
-        self.resolver = resolver or Resolver(config.resolve_map())
+        self.resolver = resolver or config.resolver()
         self.ua_token = robotsmod.product_token(config.user_agent)
         self._addresses: dict[tuple[str, int], str] = {}
+        self._dns_spent = 0.0     # seconds a lookup took, charged to the next request's deadline
         # no proxies or netrc from the environment: every connection dials a guarded address
-        self._sender = CurlSender(self._dial, config.ca_bundle or True)
+        self._sender = CurlSender(self._dial, config.ca_bundle or True, self.guard.check)
         self._headers = {"User-Agent": config.user_agent, "Accept": ACCEPT,
                          "Accept-Encoding": accept_encoding()}
 
@@ -104,13 +116,42 @@ class HostFetcher(RobotsFetching):
 
     # -- address
 
-    def _dial(self, host: str, port: int) -> str:
-        addr = self.resolver.resolve(host, port)
+    def _dial(self, host: str, port: int, deadline_at: float | None = None) -> str:
+        left = self.config.deadline if deadline_at is None else deadline_at - time.monotonic()
+        addr = self.resolver.resolve(host, port, max(0.001, left))
         reason = self.guard.check(addr)
         if reason is not None:
             raise ForbiddenAddressError(host, addr, reason)
         self._addresses[(host.lower(), port)] = addr
         return addr
+
+    def _resolve(self, hostname: str, port: int, state: HostState, rnd: HostRound) -> str:
+        """The guarded address of the host's URL: the hosts table's answer while it lasts
+        (given to the resolver on the host's first URL), else a lookup within --deadline
+        (its time charged to the next request), counted in the host state."""
+        if not rnd.dns_seeded:
+            rnd.dns_seeded = True
+            if state.address_expires is not None:   # (no address: that lookup failed)
+                self.resolver.remember(hostname, state.address, state.address_expires,
+                                       None if state.address else f"{hostname}: no address (looked up before)")
+        before = self.resolver.answer(hostname)
+        m0 = time.monotonic()
+        try:
+            return self._dial(hostname, port, m0 + self.config.deadline)
+        finally:
+            after = self.resolver.answer(hostname)
+            if after is not None and after is not before and after.looked_up:
+                self._dns_spent = time.monotonic() - m0
+                state.dns_lookups += 1
+                state.address_expires = after.expires if after.address else None
+
+    def _connect_failed(self, hostname: str, state: HostState, rnd: HostRound) -> None:
+        """No connection to the host's address: look it up again (once a round), and in
+        the next round too."""
+        state.address_expires = None
+        if not rnd.looked_up_again:
+            rnd.looked_up_again = True
+            self.resolver.forget(hostname)
 
     # -- politeness
 
@@ -123,6 +164,12 @@ class HostFetcher(RobotsFetching):
 
     def _wait_turn(self, rnd: HostRound) -> None:
         target = max(rnd.last_end + self._delay(rnd), rnd.not_before)
+        unit = rnd.unit
+        if unit is not None:   # a unit of hosts on one server (unitfetch.py): its slot's gap too
+            gap = self.config.delay_per_host
+            if unit.failures:
+                gap = min(gap * 2 ** unit.failures, max(gap, self.config.max_crawl_delay))
+            target = max(target, unit.last_end + gap)
         now = self.clock()
         if target > now:
             self.sleep(target - now)
@@ -136,7 +183,8 @@ class HostFetcher(RobotsFetching):
             self._sender.clear()
         t0 = self.clock()
         m0 = time.monotonic()
-        deadline_at = m0 + cfg.deadline
+        deadline_at = m0 + max(0.001, cfg.deadline - self._dns_spent)   # DNS counts inside --deadline
+        self._dns_spent = 0.0
         resp = None
         try:
             # No redirects followed (the pipeline counts the hops), no cookie jar:
@@ -174,6 +222,10 @@ class HostFetcher(RobotsFetching):
         if isinstance(out, Failure) and not out.network:
             return
         rnd.last_end = end                       # this connection slot's politeness clock
+        unit = rnd.unit
+        if unit is not None:
+            unit.last_end = max(unit.last_end, end)
+            unit.failures = unit.failures + 1 if failure_reason is not None else 0
         with rnd.lock:
             state.fetches += 1
             state.last_fetch_time = max(end, state.last_fetch_time or end)
@@ -298,7 +350,8 @@ class HostFetcher(RobotsFetching):
             return self._no_request(req, TRANSIENT, "host_budget")
         if rnd.paused_for is not None:
             return self._no_request(req, TRANSIENT, "host_paused", rnd.paused_for)
-        if rnd.failures >= cfg.max_consecutive_failures:
+        if rnd.failures >= cfg.max_consecutive_failures or (
+                rnd.unit is not None and rnd.unit.failures >= cfg.max_consecutive_failures):
             return self._no_request(req, TRANSIENT, "host_parked")
         try:
             _scheme, hostname, port = origin_port(req.url)
@@ -308,7 +361,7 @@ class HostFetcher(RobotsFetching):
         if is_post and not post.allowed(cfg.post_hosts, hostname, port):
             return self._no_request(req, FAILED, "post_not_allowed")
         try:
-            state.address = self._dial(hostname, port)
+            state.address = self._resolve(hostname, port, state, rnd)
         except ForbiddenAddressError as e:
             state.address = e.addr
             return self._no_request(req, FORBIDDEN_ADDRESS, e.reason)
@@ -317,11 +370,15 @@ class HostFetcher(RobotsFetching):
         if not rnd.robots_done:
             rnd.robots_done = True
             self._robots(req.url, state, rnd)
+            if rnd.robots_block in ROBOTS_CONNECT_FAILURES:
+                self._connect_failed(hostname, state, rnd)
         if rnd.robots_block is not None:
             return self._no_request(req, TRANSIENT, rnd.robots_block)
         if rnd.policy is not None and not rnd.policy.allowed(req.url, cfg.user_agent):
             return self._no_request(req, ROBOTS_DENIED, "robots_txt")
         res = self._fetch_page(req, state, rnd)
+        if res.reason in CONNECT_FAILURES:
+            self._connect_failed(hostname, state, rnd)
         if res.reason == "retry_after":
             if res.retry_after <= cfg.retry_after_cap:
                 rnd.not_before = self.clock() + res.retry_after

@@ -8,8 +8,8 @@ import traceback
 from schemas import tables
 from transforms import faults
 from transforms.fetch import hostfetcher as fetcher_mod
+from transforms.fetch import unitfetch
 from transforms.fetch.hostrows import HostRows
-from transforms.fetch.netguard import Resolver
 from transforms.urls import canonical as urls_mod
 
 # Frontier columns a fetched page carries forward into its visited row and its links.
@@ -111,48 +111,81 @@ def fetch_one_host(fetcher_factory, host, rows, state_row, progress=None, on_pag
     the fetching thread) and the host keeps no body, so memory holds the pages in flight,
     not the host's whole round; the returned pages are then only those not handed over
     (none, unless the fetcher failed). Without it, every page is returned at the end."""
-    rows = as_rows(rows)
-    state = fetcher_mod.HostState.from_row(state_row, host)
-    at = {fp: i for i, fp in enumerate(_fps(rows))}   # a row's dict only for its page
-    handed = set()
+    send = (lambda _host, page: on_page(page)) if on_page is not None else None
+    return fetch_unit(fetcher_factory, [(host, rows, state_row)], progress, send)[0]
 
-    def observe(res):   # True: the page is handed over, the fetcher need not keep `res`
-        if progress is not None:
-            progress.page(res)
-        if on_page is not None and res.fp in at and res.fp not in handed:
-            handed.add(res.fp)
-            on_page(_page(rows[at[res.fp]], res))
+
+class _Member:
+    """One host of a unit as the job holds it: its rows, its state, the pages handed over."""
+
+    def __init__(self, host, rows, state_row, progress, on_page):
+        self.host, self.rows, self.state_row = host, as_rows(rows), state_row
+        self.state = fetcher_mod.HostState.from_row(state_row, host)
+        self.at = {fp: i for i, fp in enumerate(_fps(self.rows))}   # a row's dict only for its page
+        self.handed = set()
+        self.progress, self.on_page = progress, on_page
+
+    def observe(self, res):   # True: the page is handed over, the fetcher need not keep `res`
+        if self.progress is not None:
+            self.progress.page(res)
+        if self.on_page is not None and res.fp in self.at and res.fp not in self.handed:
+            self.handed.add(res.fp)
+            self.on_page(self.host, _page(self.rows[self.at[res.fp]], res))
             _release(res)
             return True
         return False
 
-    if progress is not None:
-        progress.host_started()
-    f = fetcher_factory()
-    try:
-        results, state = f.fetch_host(host, RowRequests(rows), state,
-                                      observe if (progress is not None or on_page is not None) else None)
-    except Exception as e:  # a bug or a hostile server must not lose the host's URLs
+    def failed(self, e):
+        """Every result not handed over, transient: the fetch raised `e`."""
         now = time.time()
         reason = f"internal_error: {type(e).__name__}: {e}"[:500]
-        results = [fetcher_mod.FetchResult(
-            url=r["url"], fp=r["fp"], fetch_time=now, elapsed_ms=0.0,
-            outcome=fetcher_mod.TRANSIENT, reason=reason) for r in rows if r["fp"] not in handed]
+        return [fetcher_mod.FetchResult(url=r["url"], fp=r["fp"], fetch_time=now, elapsed_ms=0.0,
+                                        outcome=fetcher_mod.TRANSIENT, reason=reason)
+                for r in self.rows if r["fp"] not in self.handed]
+
+    def outcome(self, results, state):
+        """(pages, host row, sitemaps) of the host's results."""
+        rows, at, handed = self.rows, self.at, self.handed
+        pages = [_page(rows[at[res.fp]], res) for res in results if res.fp in at and res.fp not in handed]
+        done = {p["fp"] for p in pages} | handed
+        # a fetcher that forgot a URL must not lose it either
+        pages += transient_pages([r for r in rows if r["fp"] not in done], "internal_error: no result")
+        new_row = state.to_row()
+        return pages, new_row, sitemap_bundle(self.host, rows, self.state_row, new_row)
+
+
+def fetch_unit(fetcher_factory, members, progress=None, on_page=None):
+    """Fetch the hosts of one politeness unit, `members` [(host, rows, state_row)], as
+    `fetch_one_host` fetches one (a unit of one host is exactly that); a unit of several
+    shares one delay and one connection budget (`unitfetch.fetch_unit`). `on_page(host,
+    page)`: streaming. Returns [(pages, host row, sitemaps)] in the members' order; never
+    raises."""
+    ms = [_Member(h, rows, st, progress, on_page) for h, rows, st in members]
+    watch = progress is not None or on_page is not None
+    if progress is not None:
+        for _ in ms:
+            progress.host_started()
+    f = fetcher_factory()
+    try:
+        if len(ms) == 1:
+            m = ms[0]
+            fetched = [f.fetch_host(m.host, RowRequests(m.rows), m.state, m.observe if watch else None)]
+        else:
+            fetched = unitfetch.fetch_unit(f, [(m.host, RowRequests(m.rows), m.state) for m in ms],
+                                           [m.observe if watch else None for m in ms])
+    except Exception as e:  # a bug or a hostile server must not lose the hosts' URLs
+        fetched = [(m.failed(e), m.state) for m in ms]
         traceback.print_exc()
     finally:
         if progress is not None:
-            progress.host_finished()
+            for _ in ms:
+                progress.host_finished()
         try:
             f.close()
         except Exception:
             pass
     faults.crash_point("fetch")
-    pages = [_page(rows[at[res.fp]], res) for res in results if res.fp in at and res.fp not in handed]
-    done = {p["fp"] for p in pages} | handed
-    # a fetcher that forgot a URL must not lose it either
-    pages += transient_pages([r for r in rows if r["fp"] not in done], "internal_error: no result")
-    new_row = state.to_row()
-    return pages, new_row, sitemap_bundle(host, rows, state_row, new_row)
+    return [m.outcome(results, state) for m, (results, state) in zip(ms, fetched)]
 
 
 def transient_pages(rows, reason):
@@ -183,7 +216,7 @@ class FetcherFactory:
     def __init__(self, config, renderer=None):
         self.config = config
         self.renderer = renderer          # the worker's render.BrowserPool, or None
-        self.resolver = Resolver(config.resolve_map())
+        self.resolver = config.resolver()
 
     def __getstate__(self):
         return {"config": self.config, "renderer": self.renderer}

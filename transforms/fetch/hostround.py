@@ -29,7 +29,10 @@ class HostRound:
         self.paused_for: float | None = None     # Retry-After beyond the cap
         self.slow_down = 0.0                     # gap a honoured Retry-After asked for
         self.robots_done = False                 # robots.txt consulted (or not obeyed)
+        self.dns_seeded = False                  # the hosts table's DNS answer given to the resolver
+        self.looked_up_again = False             # after a failed connection (once a round)
         self.lock = threading.Lock()             # connection slots share this round
+        self.unit = None                         # unitfetch.UnitClock: the slot of a unit of hosts
 
 
 class SlotRound:

@@ -12,23 +12,24 @@ A crawler follows links written by strangers, so a page can point it at
 - `AddressGuard`: refuses loopback, private, CGNAT, link-local, multicast, cloud metadata,
   unspecified and reserved addresses by default. `allow_loopback=True` lets 127.0.0.0/8 and
   ::1 through (and nothing else); `deny_cidrs` refuse more on top, even loopback.
-- `Resolver`: once per (host, port) per round; failures are cached too.
+- `Resolver` (resolver.py, re-exported here): overrides, IP literals, answers kept across
+  rounds in the hosts table for their DNS TTL, DNS lookups bounded by the deadline.
+
+`AddressGuard.check` is asked about the address a request is sent to (`hostfetcher._dial`)
+and again about every address libcurl opens a socket to (`curlsender`), so nothing the
+resolver, a cached answer or libcurl itself comes up with is dialled unchecked.
 
 Pure Python, no Beam import at module level.
 """
 from __future__ import annotations
 
 import ipaddress
-import socket
-import threading
 from dataclasses import dataclass
 from typing import Iterable
 
+from transforms.fetch.resolver import ResolveError, Resolver  # noqa: F401 (re-exported)
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-
-class ResolveError(Exception):
-    """A host name could not be resolved (the fetcher reports reason 'dns')."""
 
 
 class ForbiddenAddressError(Exception):
@@ -238,64 +239,3 @@ class AddressGuard:
         if reason == "loopback" and self.allow_loopback:
             return None
         return reason
-
-
-# --------------------------------------------------------------------------- resolver
-
-class Resolver:
-    """host name -> one address, at most one lookup per (host, port) for this object's life.
-
-    The override map ({(host, port): addr}) is consulted first; otherwise
-    `socket.getaddrinfo` (first TCP answer). Failures are cached too, so a host whose DNS
-    is down costs one lookup per round, not one per URL. Thread-safe.
-    """
-
-    def __init__(self, overrides: dict[tuple[str, int], str] | None = None, getaddrinfo=None):
-        self._overrides = {(h.lower().rstrip("."), int(p)): a for (h, p), a in (overrides or {}).items()}
-        self._getaddrinfo = getaddrinfo or socket.getaddrinfo
-        self._cache: dict[tuple[str, int], str | ResolveError] = {}
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def _key(host: str, port: int) -> tuple[str, int]:
-        return host.lower().strip("[]").rstrip("."), int(port)
-
-    def known(self, host: str, port: int) -> bool:
-        """True when `resolve` needs no DNS lookup: an override, an address, or looked up."""
-        key = self._key(host, port)
-        return key in self._overrides or key in self._cache or _literal(key[0]) is not None
-
-    def resolve(self, host: str, port: int) -> str:
-        key = self._key(host, port)
-        with self._lock:
-            hit = self._cache.get(key)
-        if hit is None:
-            hit = self._lookup(*key)
-            with self._lock:
-                self._cache.setdefault(key, hit)
-        if isinstance(hit, ResolveError):
-            raise hit
-        return hit
-
-    def _lookup(self, host: str, port: int) -> str | ResolveError:
-        if (host, port) in self._overrides:
-            return self._overrides[(host, port)]
-        literal = _literal(host)           # a literal needs no lookup
-        if literal is not None:
-            return literal
-        try:
-            infos = self._getaddrinfo(host, port, 0, socket.SOCK_STREAM)
-        except (OSError, UnicodeError) as e:
-            return ResolveError(f"{host}: {e}")
-        for family, _type, _proto, _canon, sockaddr in infos:
-            if family in (socket.AF_INET, socket.AF_INET6):
-                return sockaddr[0].split("%", 1)[0]
-        return ResolveError(f"{host}: no IPv4/IPv6 address")
-
-
-def _literal(host: str) -> str | None:
-    """The address a host name that is an IP literal stands for, else None."""
-    try:
-        return str(ipaddress.ip_address(host))
-    except ValueError:
-        return None

@@ -24,6 +24,9 @@ Defaults (`FetchConfig`), in line with Nutch / StormCrawler / Heritrix:
 | conns_per_host            | 1            | connections to one host at once, each keeping delay_per_host between its requests; a robots Crawl-delay or a Retry-After forces 1 (`slots.py`) |
 | keep_http                 | False        | results carry the exchange as sent and received (`exchange.http_exchange`) for the WARC |
 | post_hosts                | ()           | hosts (host or host:port) a POST may be sent to (`post.py`); a POST elsewhere ends FAILED 'post_not_allowed' |
+| dns_servers               | ()           | name servers asked (ADDR[:PORT]); () = the system's (`dnslookup.py`) |
+| dns_max_ttl               | 21600 s      | a DNS answer is kept across rounds (hosts table) for its TTL, at most this long (`resolver.py`) |
+| politeness_key            | ip           | what shares one delay and one connection budget: host, ip (hosts on one address) or domain (hosts of one registrable domain) (`politeness.py`) |
 """
 
 from __future__ import annotations
@@ -33,10 +36,13 @@ from dataclasses import dataclass, field
 
 from schemas import tables
 from transforms.fetch import robots as robotsmod
+from transforms.fetch.dnslookup import DnsLookup
 from transforms.fetch.netguard import AddressGuard
+from transforms.fetch.resolver import DEFAULT_MAX_TTL, Resolver
 from transforms.fetch.renderpolicy import RenderConfig
 
 TRANSIENT = "transient"
+POLITENESS_KEYS = ("host", "ip", "domain")
 DEFAULT_USER_AGENT = "beamcrawl/0.1 (+https://github.com/beamcrawl/beamcrawl)"
 ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 READ_CHUNK = 64 * 1024
@@ -67,16 +73,26 @@ class FetchConfig:
     conns_per_host: int = 1      # connection slots per host (slots.py); Crawl-delay forces 1
     render: RenderConfig = RenderConfig()   # JavaScript rendering (render.py, renderpolicy.py)
     post_hosts: tuple[str, ...] = ()   # --deep_web_post_hosts: who may get a POST (post.py)
+    dns_servers: tuple[str, ...] = ()  # () = the system's name servers (dnslookup.py)
+    dns_max_ttl: float = DEFAULT_MAX_TTL
+    politeness_key: str = "ip"         # host | ip | domain (politeness.py)
 
     def __post_init__(self):
         robotsmod.product_token(self.user_agent)          # fail early on a bad UA
         AddressGuard(self.allow_loopback, tuple(self.deny_addresses))   # and bad CIDRs
+        DnsLookup(tuple(self.dns_servers))                # and bad name servers
+        if self.politeness_key not in POLITENESS_KEYS:
+            raise ValueError(f"politeness key {self.politeness_key!r}: one of {', '.join(POLITENESS_KEYS)}")
 
     def guard(self) -> AddressGuard:
         return AddressGuard(self.allow_loopback, tuple(self.deny_addresses))
 
     def resolve_map(self) -> dict[tuple[str, int], str]:
         return {(h.lower(), int(p)): a for h, p, a in self.resolve}
+
+    def resolver(self) -> Resolver:
+        """A new resolver of these settings (a worker's fetchers share one)."""
+        return Resolver(self.resolve_map(), DnsLookup(tuple(self.dns_servers)), self.dns_max_ttl)
 
 
 @dataclass
@@ -140,9 +156,12 @@ class HostState:
     robots_state: str | None = None
     robots_body: str | None = None
     robots_fetched_at: float | None = None
+    robots_unreachable_since: float | None = None   # first failed robots.txt fetch since it was reached
     crawl_delay: float | None = None        # as declared by robots.txt (may exceed the cap)
     sitemaps: list[str] = field(default_factory=list)
     address: str | None = None
+    address_expires: float | None = None    # `address` is reused until then (DNS TTL, bounded)
+    dns_lookups: int = 0                    # cumulative
     fetches: int = 0
     errors: int = 0
     consecutive_failures: int = 0           # cumulative across rounds, reset by a success
@@ -161,7 +180,7 @@ class HostState:
             return cls(host=host)
         kw = {k: row.get(k) for k in _HOST_FIELDS if k in row}
         kw["host"] = row.get("host") or host
-        for k in ("fetches", "errors", "consecutive_failures"):
+        for k in ("fetches", "errors", "consecutive_failures", "dns_lookups"):
             kw[k] = int(kw.get(k) or 0)
         kw["sitemaps"] = list(kw.get("sitemaps") or [])
         return cls(**kw)

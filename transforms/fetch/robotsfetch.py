@@ -2,6 +2,16 @@
 --robots_ttl, else fetched (redirects followed, each hop's address guarded) and turned into
 the round's policy, crawl delay or block (RFC 9309; the rules are in `robots`).
 
+Unreachable (5xx, 429, a network error): the host waits, round after round, while the host
+state keeps the last copy that was reached (`robots_body`) and since when it has been
+unreachable (`robots_unreachable_since`). After `ROBOTS_UNREACHABLE_DAYS` days, RFC 9309
+2.3.1.4 lets a crawler either take the file as unavailable (allow all) or keep using a
+cached copy; this crawler keeps obeying the last copy it reached (and 2.4 lets a copy of an
+unreachable file be used past 24 h): a site that disallowed a path before its robots.txt
+broke has not allowed it since. With no copy ever reached it is unavailable (2.3.1.3).
+That decision is cached for --robots_ttl like a fetched one, and the streak ends when a
+fetch reaches the file again.
+
 `RobotsFetching` is a part of `hostfetcher.HostFetcher`: it uses the fetcher's clock,
 config, politeness turn (`_wait_turn`), request (`_request`) and bookkeeping (`_record`).
 """
@@ -14,6 +24,8 @@ from schemas.tables import FORBIDDEN_ADDRESS
 from transforms.fetch import robots as robotsmod
 from transforms.fetch.connection import Failure, origin_port
 from transforms.fetch.records import HostState
+
+ROBOTS_UNREACHABLE_DAYS = 30        # RFC 9309 2.3.1.4's "reasonably long period"
 
 if TYPE_CHECKING:   # the per-host round state lives with the fetcher that owns it
     from transforms.fetch.hostround import HostRound
@@ -80,13 +92,18 @@ class RobotsFetching:
         else:
             policy = robotsmod.RobotsPolicy.allow_all()     # > 5 hops: unavailable (RFC 9309)
 
+        now = state.robots_fetched_at = self.clock()
         state.robots_status = status
-        state.robots_fetched_at = self.clock()
-        if policy is None:
-            state.robots_state = robotsmod.DISALLOW_ALL
-            state.robots_body = None
-            rnd.robots_block = block or "robots_error"
-            return
+        if policy is None:                      # unreachable: 5xx, 429, network
+            since = state.robots_unreachable_since = state.robots_unreachable_since or now
+            if now - since < ROBOTS_UNREACHABLE_DAYS * 86400:
+                state.robots_state = robotsmod.DISALLOW_ALL   # (robots_body: the last copy reached)
+                rnd.robots_block = block or "robots_error"
+                return
+            policy = (robotsmod.RobotsPolicy.parse(state.robots_body) if state.robots_body is not None
+                      else robotsmod.RobotsPolicy.allow_all())
+        else:
+            state.robots_unreachable_since = None
         state.robots_state = policy.state
         state.robots_body = policy.body if policy.state == robotsmod.PARSED else None
         state.sitemaps = policy.sitemaps

@@ -1,12 +1,14 @@
 """Fetch: the Beam side of fetching. One element per host; many hosts at once per worker.
 
-`FetchHosts` receives one (host, its URL rows, its cached host state) element per host and
+`FetchHosts` receives one element per politeness unit (`PolitenessUnits`: the hosts that
+share one server under --politeness_key, each with its URL rows and cached host state) and
 hands it to a pool of threads that lives as long as the DoFn instance (opened in `setup`),
 or, in rounds of `min_pages` URLs
 or more with `--fetch_process`, to the same pool in child processes (fetchproc.py) that
 stream the pages back: same outputs, other interpreter locks.
-Each host is fetched sequentially by one `HostFetcher` (hostfetcher.py, through hostjob.fetch_one_host) with its
-politeness delay; concurrency comes only from fetching many hosts at the same time.
+Each unit is fetched by one `HostFetcher` (hostfetcher.py, through hostjob.fetch_unit) with
+its politeness delay, a unit of several hosts over one connection budget (unitfetch.py);
+concurrency comes only from fetching many units at the same time.
 A bundle's hosts are started when the bundle ends, longest host first, and each finished
 host is emitted as soon as it is done, so one slow host never holds back the output of the
 others.
@@ -16,6 +18,7 @@ terminal; progress.py), and each page counts into Beam metrics (namespace `fetch
 bytes, errors, hosts, and the distribution of fetch milliseconds) for an engine's UI.
 """
 
+import concurrent.futures as cf
 import queue
 import sys
 import time
@@ -28,7 +31,8 @@ from schemas import tables
 from transforms.fetch import render
 from transforms.fetch.fetchproc import FetchFleet
 from transforms.fetch.gcpause import full_collections_deferred
-from transforms.fetch.hostjob import fetch_one_host, fetch_pool
+from transforms.fetch.hostjob import fetch_pool, fetch_unit
+from transforms.fetch.politeness import HOST, UnitKeys
 from transforms.fetch.progress import ERROR_OUTCOMES, FetchProgress, ProgressReporter
 from transforms.procs import HELPERS_MIN_PAGES
 from transforms.tableio.globalwindow import in_global_window
@@ -40,7 +44,7 @@ from transforms.tableio.tablefiles import KeyedTablesToFiles, Stored, TableFiles
 
 
 class _HostDone:
-    """Queued behind a host's last page: fetch_one_host's result (or what it raised)."""
+    """Queued behind a host's last page: its `fetch_unit` result (or what it raised)."""
 
     def __init__(self, result):
         self.result = result
@@ -101,13 +105,14 @@ class FetchHosts(beam.DoFn):
             except queue.Full:
                 continue   # a bundle that failed downstream (the round fails) stops draining
 
-    def _fetch_host(self, host, rows, state_row):
-        """In a fetch thread: one host's fetch, then its result behind its last page."""
+    def _fetch_unit(self, members):
+        """In a fetch thread: one unit's fetch, then each host's result behind its last page."""
         try:
-            result = fetch_one_host(self._factory, host, rows, state_row, self._progress, self._put)
-        except BaseException as e:   # re-raised by the bundle (fetch_one_host itself never raises)
-            result = e
-        self._put(_HostDone(result))
+            results = fetch_unit(self._factory, members, self._progress, lambda _h, page: self._put(page))
+        except BaseException as e:   # re-raised by the bundle (fetch_unit itself never raises)
+            results = [e] * len(members)
+        for result in results:
+            self._put(_HostDone(result))
 
     def _emit(self, done):
         """A finished host's leftovers (pages the fetcher kept, if any), row and sitemaps."""
@@ -130,11 +135,11 @@ class FetchHosts(beam.DoFn):
             self._reporter = ProgressReporter(self._progress, self.progress_seconds,
                                               sys.stderr, bar=tty).start()
 
-    def process(self, element, planned=0):
-        host, joined = element
+    def _member(self, host, joined):
+        """(host, rows, state row) of one host of a unit; None when it has no URL."""
         urls = [t for t in joined.get("urls", []) if len(t)]
         if not urls:
-            return ()
+            return None
         # the rows stay a table (or in their table file: `Stored`) until the host is fetched
         # (hostjob.as_rows)
         if len(urls) > 1:
@@ -142,22 +147,33 @@ class FetchHosts(beam.DoFn):
                                     promote_options="default")
         else:
             rows = Stored(urls[0], self._tables) if isinstance(urls[0], TableRef) else urls[0]
+        states = list(joined.get("state", []))
+        return host, rows, states[0] if states else None
+
+    def process(self, element, planned=0):
+        unit, hosts = element
+        members = [m for m in (self._member(host, joined) for host, joined in hosts) if m is not None]
+        if not members:
+            return ()
         if self._started is None:
             self._started = time.perf_counter()
             self._start_progress(planned)
             if (self._process is None and self.processes > 0 and self._renderer is None
                     and (planned or 0) >= self.min_pages):   # (they start meanwhile)
                 self._process = FetchFleet(self.config, self.threads, self.processes).start()
-        states = list(joined.get("state", []))
-        self._jobs.append((host, rows, states[0] if states else None))
+        self._jobs.append((unit, members))
         return ()
 
     def _expected_seconds(self, job):
-        """A host's fetch time as far as its politeness sets it (the longest first)."""
-        crawl_delay = (job[2] or {}).get("crawl_delay") or 0.0
-        gap = max(self.config.delay_per_host, crawl_delay)
-        slots = 1 if crawl_delay else max(1, self.config.conns_per_host)   # Crawl-delay forces 1
-        return len(job[1]) * (gap + 0.001) / slots
+        """A unit's fetch time as far as its politeness sets it (the longest first)."""
+        members, slots = job[1], max(1, self.config.conns_per_host)
+        seconds = 0.0
+        for _host, rows, state_row in members:
+            crawl_delay = (state_row or {}).get("crawl_delay") or 0.0
+            gap = max(self.config.delay_per_host, crawl_delay)
+            # one host: its slots (a Crawl-delay forces 1); a unit's hosts: one slot each
+            seconds += len(rows) * (gap + 0.001) / (1 if crawl_delay or len(members) > 1 else slots)
+        return seconds / min(slots, len(members))
 
     def finish_bundle(self):
         # no full garbage collection while the hosts' request chains run (gcpause)
@@ -198,9 +214,9 @@ class FetchHosts(beam.DoFn):
 
     def _fetch_here(self):
         """The bundle's hosts fetched by this process's fetch threads."""
-        for host, rows, state_row in self._jobs:
-            self._pool.submit(self._fetch_host, host, rows, state_row)
-        hosts_left, self._jobs = len(self._jobs), []
+        for _unit, members in self._jobs:
+            self._pool.submit(self._fetch_unit, members)
+        hosts_left, self._jobs = sum(len(members) for _unit, members in self._jobs), []
         # One queue carries both, in the order they happen: each page as its fetch ends, and
         # each host's result once its last page is in (so nothing here polls).
         while hosts_left:
@@ -237,6 +253,53 @@ def _other_hosts(batch, selected):
     hosts = set(selected)
     mask = np.array([h not in hosts for h in batch.column("host").to_pylist()], dtype=bool)
     return batch.filter(pa.array(mask))
+
+class KeyByUnit(beam.DoFn):
+    """(host, joined) -> (unit, (host, joined)) (politeness.UnitKeys); the hosts whose address
+    must be looked up first are looked up together when the bundle ends, `threads` at once,
+    each within --deadline, and carry the answer in their state row."""
+
+    def __init__(self, config, threads):
+        self.config, self.threads = config, max(1, int(threads))
+
+    def setup(self):
+        self._units = UnitKeys(self.config).setup()
+
+    def start_bundle(self):
+        self._todo = []
+
+    def process(self, element):
+        host, joined = element
+        row = (list(joined.get("state", [])) or [None])[0]
+        if self._units.needs_lookup(host, row):
+            self._todo.append((host, joined, row))
+        else:
+            yield self._units.key(host, row), element
+
+    def finish_bundle(self):
+        todo, self._todo = self._todo, []
+        if todo:
+            with cf.ThreadPoolExecutor(min(self.threads, len(todo)), thread_name_prefix="dns") as pool:
+                rows = list(pool.map(lambda t: self._units.looked_up(t[0], t[2]), todo))
+            for (host, joined, _), row in zip(todo, rows):
+                yield in_global_window((self._units.key(host, row), (host, dict(joined, state=[row]))))
+
+
+class PolitenessUnits(beam.PTransform):
+    """(host, joined) -> (unit, [(host, joined), ...] by host name): one element per
+    politeness unit (a host alone under --politeness_key host: no shuffle)."""
+
+    def __init__(self, config, threads):
+        super().__init__()
+        self.config, self.threads = config, threads
+
+    def expand(self, hosts):
+        if self.config.politeness_key == HOST:
+            return hosts | "OneHostUnits" >> beam.Map(lambda kv: (kv[0], [kv]))
+        return (hosts | "KeyByUnit" >> beam.ParDo(KeyByUnit(self.config, self.threads))
+                | "GroupByUnit" >> beam.GroupByKey()
+                | "UnitHosts" >> beam.MapTuple(lambda unit, hosts: (unit, sorted(hosts, key=lambda h: h[0]))))
+
 
 class CheckScope(beam.DoFn):
     """Fetch-list rows that the round's URL filter rejects (the scope flags changed since the
@@ -314,6 +377,8 @@ class Fetch(beam.PTransform):
         pages, fetched_hosts, sitemap_files, fetch_stats = (
             {"urls": urls, "state": host_state}
             | "JoinHostState" >> JoinTables(table_tags=table_tags)
+            # the hosts of one server (--politeness_key) as one element: one process() owns it
+            | "PolitenessUnits" >> PolitenessUnits(self.fetch_hosts.config, self.fetch_hosts.threads)
             | "Fetch" >> beam.ParDo(self.fetch_hosts, planned=planned)
             .with_outputs("hosts", "sitemaps", "stats", main="pages"))
         return {
