@@ -18,7 +18,8 @@ from transforms.fetch.curlsender import CurlSender
 from transforms.fetch.hostfetcher import HostFetcher
 from transforms.fetch.netguard import ForbiddenAddressError
 from transforms.fetch.prepared import prepare_request
-from transforms.fetch.records import OK, TRANSIENT, FetchRequest, HostState
+from schemas.tables import OK
+from transforms.fetch.records import TRANSIENT, FetchRequest, HostState
 from transforms.fetch.resolver import ResolveError, Resolver
 
 NO_ROBOTS = {"/robots.txt": status(404)}

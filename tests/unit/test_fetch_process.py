@@ -516,7 +516,7 @@ def test_a_bundle_holds_the_received_pages_of_its_hosts_in_flight_only():
     rows = [{"fp": i, "url": f"http://a.test/{i}", "depth": 1} for i in range(3)]
     child = _FakeChild([[("page", "a.test", {"fp": 0}), ("page", "b.test", {"fp": 2}),
                          ("page", "a.test", {"fp": 1}), ("done", "a.test", ([], {}, []))]])
-    unsent = collections.deque([("a.test", rows, None), ("b.test", rows, None)])
+    unsent = collections.deque(one_host_units([("a.test", rows, None), ("b.test", rows, None)]))
     run = _ChildRun(child, unsent)
     run.begin_one()
     run.begin_one()

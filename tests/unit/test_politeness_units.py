@@ -14,7 +14,8 @@ from transforms.fetch import unitfetch
 from transforms.fetch.hostfetcher import HostFetcher
 from transforms.fetch.hostjob import FetcherFactory, fetch_unit
 from transforms.fetch.politeness import UnitKeys, split_host
-from transforms.fetch.records import OK, ROBOTS_DENIED, TRANSIENT, FetchRequest
+from schemas.tables import OK, ROBOTS_DENIED
+from transforms.fetch.records import TRANSIENT, FetchRequest
 from transforms.fetch.step import PolitenessUnits
 
 
@@ -54,7 +55,7 @@ def test_the_hosts_of_one_server_get_one_request_at_a_time_and_the_delay_between
     with LocalServer({"/robots.txt": status(404), "*": route}) as srv:
         out = _unit(srv, ["a.test", "b.test", "c.test"], 3, delay_per_host=0.1)
         starts = _starts(srv)
-        hosts = [h.get("Host", "").split(":")[0] for _t, _m, _p, h in srv.requests]
+        hosts = [h.get("Host", "").split(":")[0] for _t, _m, path, h in srv.requests if path != "/robots.txt"]
     assert [r.outcome for results, _ in out for r in results] == [OK] * 9
     assert route.most == 1
     assert min(b - a for a, b in zip(starts, starts[1:])) >= 0.1
@@ -158,3 +159,22 @@ def test_the_fetch_step_groups_its_hosts_by_unit(policy, expected):
                  | PolitenessUnits(cfg, threads=2)
                  | beam.MapTuple(lambda unit, hosts: (unit, [h for h, _ in hosts])))
         assert_that(units, equal_to(expected))
+
+
+def test_a_fetch_process_fetches_a_unit_and_reports_each_of_its_hosts():
+    from transforms.fetch.fetchproc import FetchProcess
+    route = InFlight()
+    with LocalServer({"/robots.txt": status(404), "*": route}) as srv:
+        cfg = loopback_config({"a.test": srv, "b.test": srv}, delay_per_host=0.02)
+        hosts = [f"{n}:{srv.port}" for n in ("a.test", "b.test")]
+        unit = ("ip:127.0.0.1", [(h, [{"url": f"http://{h}/{j}", "fp": 10 * i + j} for j in range(3)], None)
+                                 for i, h in enumerate(hosts)])
+        proc = FetchProcess(cfg, 2).start()
+        assert proc.ready()
+        try:
+            messages = list(proc.fetch([unit]))
+        finally:
+            proc.close()
+    assert sorted(m[1] for m in messages if m[0] == "done") == hosts
+    assert sorted(m[2]["fp"] for m in messages if m[0] == "page") == [0, 1, 2, 10, 11, 12]
+    assert route.most == 1

@@ -38,8 +38,10 @@ def parse_server(entry: str) -> tuple[str, int]:
     text = entry.strip()
     host, port = text, 53
     if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
-        if rest:
+        host, closed, rest = text[1:].partition("]")
+        if not closed:
+            port = -1
+        elif rest:
             port = int(rest.lstrip(":")) if rest.startswith(":") and rest[1:].isdigit() else -1
     elif text.count(":") == 1:
         host, _, p = text.partition(":")
