@@ -73,6 +73,7 @@ def test_with_politeness_key_host_the_shared_server_is_hit_in_parallel(shared_we
     log = _crawl(shared_web, tmp_path / "crawl", "--politeness_key", "host", rounds=1)
     addr = _shared_addr(shared_web)
     assert requestlog.max_concurrency_per_host(log, key="addr")[addr] > 1
+    assert requestlog.min_gap_per_host(log, measure="start", key="addr")[addr] < DELAY
 
 
 def test_five_rounds_look_each_host_up_once(shared_web, tmp_path):

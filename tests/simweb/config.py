@@ -82,6 +82,8 @@ class SimConfig:
     addr_prefix: str = "127.77"       # hosts get 127.77.X.Y (X.Y from the host index)
     shared_hosts: int = 0             # the first N regular hosts share site0's address (one
                                       # shared-hosting server, many names: --politeness_key ip)
+    hold_seconds: float = 0.0         # every response is held this long before it is sent (a
+                                      # server's work), so requests in flight at once show in the log
     seed_hosts: int = 0               # seed URLs: roots of the first N regular hosts (0 = all)
 
     def to_json(self) -> str:
@@ -105,7 +107,7 @@ PRESETS["bighosts"] = dict(name="bighosts", n_hosts=4, n_pages=9000, mean_extra_
                            n_mirrors=0, robots_variant_hosts=False, deep_web=False,
                            near_dup_share=0.0, news_rate_per_day=0.0, base_rate_per_day=0.0)
 # Shared hosting (issue #52): 10 of 12 hosts on one address, nothing changes.
-PRESETS["shared"] = dict(name="shared", n_hosts=12, n_pages=180, shared_hosts=10, n_mirrors=0,
+PRESETS["shared"] = dict(name="shared", n_hosts=12, n_pages=180, shared_hosts=10, hold_seconds=0.02, n_mirrors=0,
                          robots_variant_hosts=False, deep_web=False, near_dup_share=0.0,
                          news_rate_per_day=0.0, base_rate_per_day=0.0)
 PRESETS["neardup"] = dict(name="neardup", n_pages=700, near_dup_pairs=240, paragraphs=(5, 8),

@@ -327,6 +327,8 @@ class SimWebServer:
                 traceback.print_exc()
                 r = web._simple(500, f"simweb error: {e!r}".encode())
             status = r.status
+            if r.action is None and web.cfg.hold_seconds > 0:
+                r.action = ("hold", web.cfg.hold_seconds)   # the server's work on it
             if r.action is not None:
                 conn.busy = True
                 task = self.loop.create_task(self._action(conn, r, method, target, hdrs, host, start))
@@ -384,6 +386,13 @@ class SimWebServer:
                     if sock is not None:
                         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                     conn.t.abort()
+            elif kind == "hold":
+                await asyncio.sleep(r.action[1])
+                if conn.t:
+                    conn.send(r.status, r.headers, r.body, False, head_only=(method == "HEAD"))
+                    sent = 0 if method == "HEAD" or r.status == 304 else len(r.body)
+                    conn.busy = False
+                    conn._process()
             elif kind == "bomb":
                 from .hostile import bomb_body
                 body = await self.loop.run_in_executor(None, bomb_body, r.action[1])
