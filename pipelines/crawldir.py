@@ -126,8 +126,9 @@ class CrawlDir:
         version = config.get("schema_version")
         if version not in tables.READABLE_VERSIONS:
             raise CrawlStateError(
-                f"{path} has schema_version {version!r}; this beamcrawl reads versions "
-                f"{', '.join(map(str, tables.READABLE_VERSIONS))}. Use a matching beamcrawl release.")
+                f"{path} has schema_version {version!r}; this beamcrawl reads version "
+                f"{tables.SCHEMA_VERSION}. Crawls of versions "
+                f"{', '.join(map(str, tables.READABLE_VERSIONS))} are read; use a matching beamcrawl release.")
         return config
 
     def write_config(self, config: dict) -> None:

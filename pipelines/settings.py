@@ -210,7 +210,7 @@ ROUND_SETTINGS = {s.name: s for s in [
     S("strategy", str, "bfs", "ordering", "Ordering that scores the frontier: bfs, backlinks, "
       "url_importance, preference, partial_pagerank, opic, larger_sites_first, random; dfs "
       "(deepest first: to reach a site's deep section in few rounds, with --max_depth; a poor "
-      "importance order, below random: docs/ordering-dfs.md); focused: best_first, "
+      "importance order, below random: docs/ordering.md); focused: best_first, "
       "shark_search, fish_search (see --topic).", crawl_strategy),
     S("strategy_params", str, "", "ordering", "KEY=VALUE,... for the strategy, e.g. x=2,y=1 "
       "(preference) or damping=0.85,tol=1e-8 (partial_pagerank)."),

@@ -9,7 +9,7 @@ once, at most `--max_per_host` of each host.
 It is what a user wants who must reach a site's deep section (an archive, a long
 pagination chain) within few rounds; it is a poor importance order: the pages most worth
 having sit near the seeds (seed 004: 重要的网页往往离种子站点的距离较近), and a depth-first
-crawl reaches them last (docs/ordering-dfs.md has the evaluator's figures beside BFS). Deep
+crawl reaches them last (docs/ordering.md has the evaluator's figures beside BFS). Deep
 chains never end on some sites (calendars, session URLs: seed 001's 黑洞), so a depth-first
 crawl wants --max_depth.
 """
