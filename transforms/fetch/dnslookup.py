@@ -26,9 +26,8 @@ import dns.exception
 import dns.inet
 import dns.resolver
 
-from transforms.fetch.resolver import ResolveError
+from transforms.fetch.resolver import SYSTEM_TTL, ResolveError
 
-SYSTEM_TTL = 300.0          # an answer of the system resolver (no TTL given) is kept this long
 STATIC_TTL = float("inf")   # a hosts-file entry (bounded by --dns_max_ttl)
 HOSTS_FILE = "/etc/hosts"
 

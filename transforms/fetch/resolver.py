@@ -6,8 +6,9 @@
 2. an IP literal;
 3. an answer kept: one the hosts table brought from an earlier round (`remember`, while it
    has not expired) or one looked up by this object;
-4. a DNS lookup (`lookup(host, timeout) -> (address, ttl)`, `dnslookup.DnsLookup`), bounded
-   by `timeout` (the request's deadline).
+4. a DNS lookup (`lookup(host, timeout) -> (address, ttl)`: the crawler's is
+   `dnslookup.DnsLookup`, bounded by `timeout`, the request's deadline; without one,
+   getaddrinfo, unbounded, for tests and tools).
 An answer looked up is kept for its TTL, at most `max_ttl` seconds, and for this object's
 life at least (one round's fetch: a host is looked up at most once a round however short
 its TTL, and again only after `forget`, which the fetcher calls when a connection to the
@@ -17,11 +18,13 @@ down costs one lookup a round, not one a URL. Thread-safe: a worker's fetchers s
 from __future__ import annotations
 
 import ipaddress
+import socket
 import threading
 import time
 from dataclasses import dataclass
 
 NEGATIVE_TTL = 60.0            # a failed lookup is not repeated for this long
+SYSTEM_TTL = 300.0             # an answer of the system resolver (no TTL given) is kept this long
 DEFAULT_MAX_TTL = 6 * 3600.0   # --dns_max_ttl
 
 
@@ -45,10 +48,8 @@ class Resolver:
     def __init__(self, overrides: dict[tuple[str, int], str] | None = None, lookup=None,
                  max_ttl: float = DEFAULT_MAX_TTL, getaddrinfo=None, clock=time.time):
         self._overrides = {(h.lower().rstrip("."), int(p)): a for (h, p), a in (overrides or {}).items()}
-        if lookup is None:
-            from transforms.fetch import dnslookup   # (it raises this module's ResolveError)
-            lookup = (dnslookup.DnsLookup() if getaddrinfo is None
-                      else _GetAddrInfo(getaddrinfo, dnslookup.SYSTEM_TTL))
+        if lookup is None:   # (the crawler's: FetchConfig.resolver, with dnslookup.DnsLookup)
+            lookup = _GetAddrInfo(getaddrinfo or socket.getaddrinfo, SYSTEM_TTL)
         self._lookup = lookup
         self.max_ttl = float(max_ttl)
         self.clock = clock
@@ -120,7 +121,6 @@ class _GetAddrInfo:
         self._gai, self._ttl = getaddrinfo, ttl
 
     def __call__(self, host, timeout):
-        import socket
         try:
             infos = self._gai(host, 80, 0, socket.SOCK_STREAM)
         except (OSError, UnicodeError) as e:
