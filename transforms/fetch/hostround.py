@@ -4,7 +4,8 @@
 response ended (the per-host delay runs from there), a Retry-After pause, consecutive
 failures (backoff, then parking), the robots.txt rules and Crawl-delay. With several
 connections to the host (`slots.py`) each slot sees it through a `SlotRound`: its own
-politeness clock, everything else shared.
+politeness clock, everything else shared. A host fetched as one of a unit of hosts on one
+server (`unitfetch.py`) also waits for its slot's clock (`unit`).
 """
 from __future__ import annotations
 
