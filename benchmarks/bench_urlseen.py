@@ -156,11 +156,12 @@ def run_round_urlseen(vfiles, ffiles, rfiles, lfiles, out_dir, buckets, queue):
     from transforms.tableio.step import ReadTables
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-    from pipelines import construction
+    from pipelines import patches
     from schemas import tables
     from transforms.urlseen import step as urlseen_step
 
-    construction.install()   # as pipelines.round.run_pipeline does
+    # as pipelines.runner.run_pipeline builds a round (left active: this process's last pipeline)
+    patches.active(patches.Context(in_process=False), only=("construction",)).__enter__()
     base_rss = _peak_rss_mib()
     t0 = time.perf_counter()
     with beam.Pipeline(runner=FnApiRunner()) as p:
@@ -232,11 +233,12 @@ def run_urlseen(vfiles, lfiles, out_dir, buckets, workers, queue):
     from apache_beam.options.pipeline_options import PipelineOptions
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-    from pipelines import construction
+    from pipelines import patches
     from schemas import tables
     from transforms.urlseen import step as urlseen_step
 
-    construction.install()   # as pipelines.round.run_pipeline does
+    # as pipelines.runner.run_pipeline builds a round (left active: this process's last pipeline)
+    patches.active(patches.Context(in_process=False), only=("construction",)).__enter__()
     base_rss = _peak_rss_mib()
     t0 = time.perf_counter()
     opts = PipelineOptions([] if workers <= 1 else

@@ -121,6 +121,7 @@ def next_round(cmd, out=print, noted=None):
     discard_spill(crawl, round_no)   # the round's spill files (memory budget) are read by now
     report = report_mod.round_report(crawl, round_no, prev, settings, started, time.time(), result)
     report["round_time"] = now          # the clock generate and the due tests ran at
+    report["runtime_patches"] = list(result.runtime_patches)   # pipelines.patches it ran with
     faults.crash_point("before_commit")
     # incremental: the recrawl deltas compacted into this round's table when they grew;
     # the frontier written as a delta over the last full snapshot (frontierlayout)

@@ -1,5 +1,6 @@
 """ArrowTableCoder: tables round-trip, size estimates never encode, pipelines pick it up."""
 import apache_beam as beam
+import pytest
 import pyarrow as pa
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
@@ -40,13 +41,16 @@ def test_tables_are_coded_with_it_where_declared(tmp_path):
         assert_that(out, equal_to([[1, 2, 3]]))
 
 
-def _round_pipeline():
-    """A pipeline with the options a round runs with (Beam's type check off)."""
-    from pipelines import construction
+@pytest.fixture
+def round_pipeline():
+    """A pipeline with the options a round runs with (Beam's type check off), built with the
+    construction patch active as a round's is."""
+    from pipelines import patches
     from pipelines.runner import pipeline_options
-    construction.install()
-    options, _ = pipeline_options([])
-    return beam.Pipeline(options=options)
+    with patches.active(patches.Context(in_process=False), environ={}, only=("construction",)) as on:
+        assert on == ["construction"]
+        options, _ = pipeline_options([])
+        yield beam.Pipeline(options=options)
 
 
 def _coders_of(p, prefix):
@@ -65,10 +69,10 @@ def _coders_of(p, prefix):
     return found
 
 
-def test_declared_tables_keep_the_coder_with_the_type_check_off():
+def test_declared_tables_keep_the_coder_with_the_type_check_off(round_pipeline):
     # (Beam 2.77 drops every element type with --no_pipeline_type_check, declared ones too:
-    # without pipelines.construction's _declared_types the tables went through pickle)
-    p = _round_pipeline()
+    # without pipelines.patches.construction's _declared_types the tables went through pickle)
+    p = round_pipeline
     tables_ = p | beam.Create([1]) | "Declared" >> beam.Map(lambda _: pa.table({"a": [1]})).with_output_types(pa.Table)
     shuffled = tables_ | beam.Reshuffle()
     undeclared = tables_ | "Undeclared" >> beam.Map(lambda t: t)
@@ -77,7 +81,7 @@ def test_declared_tables_keep_the_coder_with_the_type_check_off():
     assert all(any(b"ArrowTableCoder" in c for c in coders) for coders in _coders_of(p, "Declared"))
 
 
-def test_join_tables_groups_like_cogroupbykey_with_typed_tables():
+def test_join_tables_groups_like_cogroupbykey_with_typed_tables(round_pipeline):
     from transforms.tableio.join import JoinTables
     urls = [("a", pa.table({"u": [1, 2]})), ("b", pa.table({"u": [3]})), ("a", pa.table({"u": [4]}))]
     states = [("a", {"host": "a", "n": 1}), ("c", {"host": "c", "n": 2})]
@@ -90,7 +94,7 @@ def test_join_tables_groups_like_cogroupbykey_with_typed_tables():
         joined = {"urls": p | "U" >> beam.Create(urls), "state": p | "S" >> beam.Create(states)} | JoinTables(["urls"])
         assert_that(joined | beam.Map(plain), equal_to([
             ("a", [1, 2, 4], [{"host": "a", "n": 1}]), ("b", [3], []), ("c", [], [{"host": "c", "n": 2}])]))
-    p = _round_pipeline()
+    p = round_pipeline
     u = p | "U" >> beam.Create(urls)
     s = p | "S" >> beam.Create(states)
     {"urls": u, "state": s} | "Join" >> JoinTables(["urls"])

@@ -1,4 +1,4 @@
-"""pipelines.construction memoises two Beam helpers; the results must be what Beam computes."""
+"""pipelines.patches.construction memoises Beam helpers; the results must be what Beam computes."""
 import functools
 import subprocess
 import sys
@@ -13,8 +13,17 @@ from apache_beam.transforms.userstate import BagStateSpec, TimerSpec, on_timer
 from apache_beam.coders import VarIntCoder
 from apache_beam.transforms.timeutil import TimeDomain
 
-from pipelines import construction
+from pipelines import patches
+from pipelines.patches import construction
 from transforms.urlseen import step as seen
+
+
+@pytest.fixture(autouse=True)
+def construction_patch():
+    """Each test runs with the construction patch active, as a round is built."""
+    with patches.active(patches.Context(in_process=False), environ={}, only=("construction",)) as on:
+        assert on == ["construction"]
+        yield
 
 
 class _Stateful(beam.DoFn):
@@ -30,7 +39,6 @@ class _Stateful(beam.DoFn):
 
 
 def test_cached_dofn_specs_equal_beams_own():
-    construction.install()
     original = userstate.get_dofn_specs.__wrapped__
     for dofn in (_Stateful(), seen._MergeBucket(1, None), seen._ProbeSeen(),
                  beam.transforms.core.CallableWrapperDoFn(len)):
@@ -42,27 +50,18 @@ def test_cached_dofn_specs_equal_beams_own():
 
 
 def test_callers_get_their_own_sets():
-    construction.install()
     a = userstate.get_dofn_specs(_Stateful())
     a[0].clear()
     assert len(userstate.get_dofn_specs(_Stateful())[0]) == 1
 
 
 def test_cached_views_see_every_change_to_the_options():
-    construction.install()
     options = PipelineOptions(["--runner=DirectRunner"])
     assert options.view_as(StandardOptions).runner == "DirectRunner"
     options.view_as(StandardOptions).runner = "FnApiRunner"
     assert options.view_as(StandardOptions).runner == "FnApiRunner"
     assert options.view_as(TypeOptions) is options.view_as(TypeOptions)
     assert PipelineOptions([]).view_as(StandardOptions).runner is None
-
-
-def test_install_is_idempotent():
-    construction.install()
-    fn = userstate.get_dofn_specs
-    construction.install()
-    assert userstate.get_dofn_specs is fn
 
 
 class _Plain(beam.DoFn):
@@ -78,7 +77,6 @@ class _Mixed(beam.DoFn):
 
 
 def test_cached_args_defaults_equal_beams_own():
-    construction.install()
     core = beam.transforms.core
     original = core.get_function_args_defaults.__wrapped__
 
@@ -98,7 +96,6 @@ def test_cached_args_defaults_equal_beams_own():
 
 
 def test_cached_yield_and_return_check_equal_beams_own():
-    construction.install()
     core = beam.transforms.core
     original = core._check_fn_use_yield_and_return.__wrapped__
     for f in (_Plain().process, _Mixed().process, _Mixed().process):
@@ -131,7 +128,6 @@ def _make_lambda():
 
 def test_yield_and_return_check_is_kept_per_unwrapped_code():
     """The wrappers share one code object; the answer follows what they wrap."""
-    construction.install()
     core = beam.transforms.core
     original = core._check_fn_use_yield_and_return.__wrapped__
     assert _yields.__code__ is _yields_and_returns.__code__
@@ -147,7 +143,6 @@ def test_yield_and_return_check_is_kept_per_unwrapped_code():
 
 
 def test_option_names_are_listed_again_when_the_namespace_changes():
-    construction.install()
     options = PipelineOptions(["--no_pipeline_type_check"]).view_as(TypeOptions)
     original = PipelineOptions._visible_option_list.__wrapped__
     assert options._visible_option_list() == original(options)
@@ -172,10 +167,10 @@ def test_building_a_pipeline_does_not_import_ipython():
     pytest.importorskip("IPython")   # (else nothing could import it)
     # a fresh interpreter: this test process may have imported IPython already
     code = ("import sys, apache_beam as beam\n"
-            "from pipelines import construction\n"
-            "construction.install()\n"
-            "p = beam.Pipeline()\n"
-            "_ = p | beam.Create([1]) | 'Twice' >> beam.Map(lambda x: 2 * x)\n"
+            "from pipelines import patches\n"
+            "with patches.active(patches.Context(in_process=False), only=('construction',)):\n"
+            "    p = beam.Pipeline()\n"
+            "    _ = p | beam.Create([1]) | 'Twice' >> beam.Map(lambda x: 2 * x)\n"
             "print('IPython' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[2])
@@ -185,7 +180,6 @@ def test_building_a_pipeline_does_not_import_ipython():
 def test_an_ipython_shell_is_still_recognised(monkeypatch):
     from apache_beam import pipeline
     from apache_beam.utils import interactive_utils
-    construction.install()
     shell = types.ModuleType("IPython")
     shell.get_ipython = lambda: object()   # a running shell
     monkeypatch.setitem(sys.modules, "IPython", shell)

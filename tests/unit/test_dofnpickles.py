@@ -1,4 +1,4 @@
-"""pipelines.dofnpickles: a stage's ParDo gets its windowing without its DoFn pickled again,
+"""pipelines.patches.dofn_pickles: a stage's ParDo gets its windowing without its DoFn pickled again,
 and every load still gets fresh objects equal to Beam's."""
 from pathlib import Path
 
@@ -7,7 +7,8 @@ from apache_beam.internal import pickler
 from apache_beam.transforms import window
 from apache_beam.transforms.core import Windowing
 
-from pipelines import dofnpickles, runner
+from pipelines import runner
+from pipelines.patches import dofn_pickles as dofnpickles
 
 
 class _CountsPickling(beam.DoFn):
@@ -88,6 +89,5 @@ def test_a_windowed_pipeline_runs_through_the_patch(tmp_path, monkeypatch):
     runner.run_pipeline(build, ["--runner=DirectRunner"])
     assert sorted(out.read_text().split()) == ["12@10:7,8", "1@0:7,8", "25@20:7,8"]
     assert rebuilt   # the stages' ParDos were built from the small payloads
-    dofnpickles.install()   # idempotent
     from apache_beam.runners.worker import bundle_processor
-    assert bundle_processor.pickler._pickler is pickler
+    assert bundle_processor.pickler is pickler   # put back after the round

@@ -1,4 +1,4 @@
-"""pipelines.runner frees a stage's state once its bundle is done (in-process runner), and
+"""The in-process runner frees a stage's state once its bundle is done (patches.release_stage), and
 pipelines/__init__ keeps Arrow's C++ pool off mimalloc (docs/memory.md)."""
 import os
 import subprocess
@@ -10,7 +10,8 @@ import apache_beam as beam
 import pytest
 from apache_beam.runners.worker import bundle_processor, sdk_worker, statesampler
 
-from pipelines import runner, settings
+from pipelines import patches, runner, settings
+from pipelines.patches import stage_threads
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,13 +47,18 @@ def _two_stages(p, marker, out):
      | "Second" >> beam.ParDo(_SeesMarker(marker, out)))
 
 
-def test_a_stage_is_torn_down_before_the_next_runs_and_results_hold(tmp_path):
+def test_a_stage_is_torn_down_before_the_next_runs_and_results_hold(tmp_path, monkeypatch):
+    original = sdk_worker.BundleProcessorCache.release
     marker, out = str(tmp_path / "marker"), str(tmp_path / "out")
     runner.run_pipeline(lambda p: _two_stages(p, marker, out), ["--runner=DirectRunner"])
     assert sorted(Path(out).read_text().splitlines()) == ["a:[1, 2]:True", "b:[3]:True"]
-    assert sdk_worker.BundleProcessorCache.release.__wrapped__ is not None
-    runner.release_stage_state()   # idempotent: patched once
-    assert not hasattr(sdk_worker.BundleProcessorCache.release.__wrapped__, "__wrapped__")
+    assert sdk_worker.BundleProcessorCache.release is original   # put back after the round
+    # the control: on Beam's own code the first stage is torn down only at the pipeline's end
+    monkeypatch.setenv(patches.OFF_VARIABLE, "release_stage")
+    Path(marker).unlink()
+    Path(out).unlink()
+    runner.run_pipeline(lambda p: _two_stages(p, marker, out), ["--runner=DirectRunner"])
+    assert sorted(Path(out).read_text().splitlines()) == ["a:[1, 2]:False", "b:[3]:False"]
 
 
 def test_released_bundle_drops_its_output_buffers(tmp_path):
@@ -152,13 +158,12 @@ def test_stages_start_no_threads_of_their_own(tmp_path, monkeypatch):
     assert sum(c.committed for c in seen) == 5 * 12
     assert not [n for n in started if n.startswith("ExecutionTreeCreator") or n.endswith("(run)")], started
     assert len(started) < 3, started   # six stages: Beam alone started 12 more
-    sampler = statesampler.StateSampler
-    runner.lean_stage_threads()   # idempotent: patched once
-    assert not hasattr(sampler.start.__wrapped__, "__wrapped__")
+    assert "start" in vars(statesampler.StateSampler) and bundle_processor.concurrent.futures.ThreadPoolExecutor \
+        is __import__("concurrent.futures").futures.ThreadPoolExecutor   # put back after the round
 
 
 def test_inline_executor_hands_back_results_and_errors():
-    with runner._InlineExecutor(max_workers=1, thread_name_prefix="x") as executor:
+    with stage_threads.InlineExecutor(max_workers=1, thread_name_prefix="x") as executor:
         assert executor.submit(lambda a, b=0: a + b, 2, b=3).result(timeout=1) == 5
         failed = executor.submit(lambda: 1 / 0)
     with pytest.raises(ZeroDivisionError):
@@ -230,7 +235,7 @@ def test_a_round_freezes_what_is_alive_and_no_garbage(tmp_path):
 
 
 def test_side_inputs_are_read_without_the_cross_bundle_cache(tmp_path):
-    """runner.no_state_cache: the in-process worker caches no side input (it weighed each
+    """patches.state_cache: the in-process worker caches no side input (it weighed each
     value object by object and kept it after its stage); results are unchanged."""
     from apache_beam.runners.worker import statecache
     calls = []
@@ -277,12 +282,9 @@ def test_the_heap_is_trimmed_after_every_stage_an_eager_one_sooner(tmp_path, mon
     monkeypatch.setattr(runner, "trim_heap", lambda mb, libc=None: calls.append(mb))
     monkeypatch.setattr(runner, "lean_allocators", lambda eager_heap=False: None)   # (process-wide)
     marker, out = str(tmp_path / "marker"), str(tmp_path / "out")
-    try:
-        runner.run_pipeline(lambda p: _two_stages(p, marker, out), ["--runner=DirectRunner"], eager_heap=True)
-        assert len(calls) >= 2 and set(calls) == {runner.EAGER_TRIM_FREE_MB}   # one per stage
-        stages, calls[:] = len(calls), []
-        runner.run_pipeline(lambda p: _two_stages(p, marker, out), ["--runner=DirectRunner"])
-        assert calls == [runner.TRIM_FREE_MB] * stages and runner.EAGER_TRIM_FREE_MB < runner.TRIM_FREE_MB
-    finally:
-        runner.release_stage_state(None)
+    runner.run_pipeline(lambda p: _two_stages(p, marker, out), ["--runner=DirectRunner"], eager_heap=True)
+    assert len(calls) >= 2 and set(calls) == {runner.EAGER_TRIM_FREE_MB}   # one per stage
+    stages, calls[:] = len(calls), []
+    runner.run_pipeline(lambda p: _two_stages(p, marker, out), ["--runner=DirectRunner"])
+    assert calls == [runner.TRIM_FREE_MB] * stages and runner.EAGER_TRIM_FREE_MB < runner.TRIM_FREE_MB
     assert sorted(Path(out).read_text().splitlines()) == sorted(["a:[1, 2]:True", "b:[3]:True"] * 2)

@@ -1,11 +1,12 @@
-"""pipelines.sideinputbuffers: a PCollection read only as a side input loses its runner
+"""pipelines.patches.side_input_buffers: a PCollection read only as a side input loses its runner
 buffer once committed to state; consumers in later stages still read all of it."""
 from pathlib import Path
 
 import apache_beam as beam
 from apache_beam.runners.portability.fn_api_runner import fn_runner
 
-from pipelines import runner, sideinputbuffers
+from pipelines import patches, runner
+from pipelines.patches import side_input_buffers as sideinputbuffers
 
 
 def test_only_buffers_no_stage_reads_as_main_input():
@@ -14,9 +15,8 @@ def test_only_buffers_no_stage_reads_as_main_input():
 
 
 def test_side_input_buffers_are_freed_and_results_hold(tmp_path, monkeypatch):
-    runner.run_pipeline(lambda p: p | beam.Create([0]), ["--runner=DirectRunner"])   # installs
-    patched = fn_runner.FnApiRunner._execute_bundle
-    assert patched.__wrapped__ is not None
+    [(owner, name, patched)] = sideinputbuffers.replacements(patches.Context(in_process=True))
+    assert (owner, name) == (fn_runner.FnApiRunner, "_execute_bundle")
     left = []
 
     def recording(self, context, manager, *args, **kwargs):
@@ -27,7 +27,7 @@ def test_side_input_buffers_are_freed_and_results_hold(tmp_path, monkeypatch):
                     left.append(buffer_id)
         return result
 
-    recording.__wrapped__ = patched   # so that run_pipeline's install() leaves it in place
+    monkeypatch.setenv(patches.OFF_VARIABLE, "side_input_buffers")   # the recording one instead
     monkeypatch.setattr(fn_runner.FnApiRunner, "_execute_bundle", recording)
     out = tmp_path / "out"
 

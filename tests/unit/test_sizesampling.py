@@ -1,4 +1,4 @@
-"""pipelines.sizesampling: the in-process runner samples no element sizes; element counts
+"""pipelines.patches.size_sampling: the in-process runner samples no element sizes; element counts
 stay; an output whose counters type-check its elements keeps sampling."""
 import apache_beam as beam
 from apache_beam.coders import PickleCoder
@@ -6,7 +6,8 @@ from apache_beam.metrics import monitoring_infos as mi
 from apache_beam.runners.worker import opcounters
 from apache_beam.utils import counters
 
-from pipelines import runner, sizesampling
+from pipelines import patches, runner
+from pipelines.patches import size_sampling as sizesampling
 
 
 class _Receiver:
@@ -57,12 +58,8 @@ def test_a_round_on_the_in_process_runner_measures_no_element():
 
 
 def test_without_the_patch_beam_measures_elements(monkeypatch):
-    """The control: the same pipeline with the patch undone samples sizes (so the test above
-    can fail)."""
-    from apache_beam.runners.worker import bundle_processor
-    runner.run_pipeline(_build, ["--runner=DirectRunner"])   # installed by now
-    patched = bundle_processor.BundleProcessor.__init__
-    monkeypatch.setattr(bundle_processor.BundleProcessor, "__init__", patched.__wrapped__)
-    monkeypatch.setattr(sizesampling, "install", lambda: None)
+    """The control: the same pipeline with the patch switched off samples sizes (so the test
+    above can fail)."""
+    monkeypatch.setenv(patches.OFF_VARIABLE, "size_sampling")
     sampled, counted = _sizes_and_counts(runner.run_pipeline(_build, ["--runner=DirectRunner"]))
     assert any(sampled.values()) and sorted(counted.values()).count(300) >= 3

@@ -1,11 +1,12 @@
-"""pipelines.stagedescriptor: each stage's descriptor names only its transforms' PCollections,
+"""pipelines.patches.stage_descriptor: each stage's descriptor names only its transforms' PCollections,
 and pipelines that need side inputs, combines, shuffles and flattens still run right."""
 from pathlib import Path
 
 import apache_beam as beam
 from apache_beam.runners.portability.fn_api_runner import execution
 
-from pipelines import runner, stagedescriptor
+from pipelines import patches, runner
+from pipelines.patches import stage_descriptor as stagedescriptor
 
 
 class _PC:
@@ -21,16 +22,15 @@ def test_stage_pcollections_keeps_what_transforms_read_or_write():
 
 def test_descriptors_are_narrowed_and_results_hold(tmp_path, monkeypatch):
     built = []
-    runner.run_pipeline(lambda p: p | beam.Create([0]), ["--runner=DirectRunner"])   # installs
-    patched = execution.BundleContextManager._build_process_bundle_descriptor
-    assert patched.__wrapped__ is not None
+    [(owner, name, patched)] = stagedescriptor.replacements(patches.Context(in_process=True))
+    assert (owner, name) == (execution.BundleContextManager, "_build_process_bundle_descriptor")
 
     def recording(self):
         descriptor = patched(self)
         built.append((descriptor, len(self.execution_context.pipeline_components.pcollections)))
         return descriptor
 
-    recording.__wrapped__ = patched   # so that run_pipeline's install() leaves it in place
+    monkeypatch.setenv(patches.OFF_VARIABLE, "stage_descriptor")   # the recording one instead
     monkeypatch.setattr(execution.BundleContextManager, "_build_process_bundle_descriptor", recording)
     out = tmp_path / "out"
 

@@ -1,4 +1,4 @@
-"""pipelines.stageinputs: a shuffle's grouped output in chunks, byte for byte Beam's own."""
+"""pipelines.patches.stage_inputs: a shuffle's grouped output in chunks, byte for byte Beam's own."""
 import apache_beam as beam
 import pytest
 from apache_beam.coders import BytesCoder, IterableCoder, TupleCoder, VarIntCoder
@@ -10,7 +10,8 @@ from apache_beam.transforms.core import Windowing
 from apache_beam.transforms.window import FixedWindows, GlobalWindows
 from apache_beam.utils.windowed_value import WindowedValue
 
-from pipelines import stageinputs
+from pipelines import patches
+from pipelines.patches import stage_inputs as stageinputs
 
 KV = TupleCoder([VarIntCoder(), BytesCoder()])
 GROUPED = TupleCoder([VarIntCoder(), IterableCoder(BytesCoder())])
@@ -27,13 +28,19 @@ def _buffer(elements, windowing=None):
     return buf
 
 
+@pytest.fixture(autouse=True)
+def stage_inputs_patch():
+    with patches.active(patches.Context(in_process=True), environ={}, only=("stage_inputs",)) as on:
+        assert on == ["stage_inputs"]
+        yield
+
+
 ELEMENTS = [(k % 37, bytes([k % 251]) * (k % 700)) for k in range(3000)]
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])
 @pytest.mark.parametrize("chunk", [1, 5000, 1 << 20])
 def test_chunks_join_to_beams_own_partition(monkeypatch, n, chunk):
-    stageinputs.install()
     partition = execution.GroupingBuffer.partition
     ours = _buffer(ELEMENTS)
     theirs = _buffer(ELEMENTS)
@@ -48,7 +55,6 @@ def test_chunks_join_to_beams_own_partition(monkeypatch, n, chunk):
 
 
 def test_other_windows_go_to_beams_own(monkeypatch):
-    stageinputs.install()
     monkeypatch.setattr(stageinputs, "CHUNK_BYTES", 1)
     windowing = Windowing(FixedWindows(10))
     got = execution.GroupingBuffer.partition(_buffer(ELEMENTS[:50], windowing), 1)
@@ -57,7 +63,6 @@ def test_other_windows_go_to_beams_own(monkeypatch):
 
 
 def test_a_pipeline_groups_the_same():
-    stageinputs.install()
     with TestPipeline("DirectRunner") as p:
         grouped = (p | beam.Create(ELEMENTS) | beam.GroupByKey()
                    | beam.MapTuple(lambda k, vs: (k, len(list(vs)), sum(map(len, vs)))))
@@ -74,7 +79,6 @@ def test_a_stage_input_is_sent_on_as_it_fills():
     from types import SimpleNamespace
     from apache_beam.runners.portability.fn_api_runner import fn_runner
     from apache_beam.runners.worker import data_plane
-    stageinputs.install()
     channel = data_plane.InMemoryDataChannel()
     manager = SimpleNamespace(_worker_handler=SimpleNamespace(data_conn=channel))
     pieces = [bytes([i]) * (6 << 20) for i in range(3)]

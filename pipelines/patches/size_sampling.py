@@ -19,7 +19,10 @@ unchanged) and sample none. An output whose counters type-check elements
 Patches this process only; idempotent; does nothing if Beam's internals no longer look as
 expected.
 """
-from pipelines.construction import patch_once
+from pipelines.patches import target
+
+NAME = "size_sampling"
+IN_PROCESS = True
 
 
 def stop_sampling(ops) -> int:
@@ -48,10 +51,8 @@ def _unsampled(original):
     return __init__
 
 
-def install():
-    """Stages built from now on in this process sample no element sizes (once per process)."""
-    try:
-        from apache_beam.runners.worker import bundle_processor
-    except ImportError:
-        return
-    patch_once(bundle_processor.BundleProcessor, "__init__", _unsampled)
+def replacements(context):
+    """Stages built while active sample no element sizes."""
+    from apache_beam.runners.worker import bundle_processor
+    cls = bundle_processor.BundleProcessor
+    return [(cls, "__init__", _unsampled(target(cls, "__init__")))]

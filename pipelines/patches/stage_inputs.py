@@ -27,10 +27,12 @@ Both: a 45 000-page round's process peaked at 450 / 450 MB RSS against 510 / 529
 without them, tree PSS 499 / 499 against 559 / 578 MB (`benchmarks.round_memory`,
 alternating); a 5 000-page round's process at 303 / 297 against 321 / 326 MB.
 
-`install()` patches this process only (the in-process runner); idempotent; does nothing
-if Beam's internals no longer look as expected.
+In-process runner only.
 """
-from pipelines.construction import patch_once
+from pipelines.patches import target, uses
+
+NAME = "stage_inputs"
+IN_PROCESS = True
 
 CHUNK_BYTES = 1 << 20
 
@@ -75,21 +77,19 @@ def _flushing(original):
     return _send_input_to_worker
 
 
-def install():
+def replacements(context):
     """Input streams flushed as they fill, and a chunked, freeing `GroupingBuffer.partition`
-    for global windows (once per process)."""
-    _install_flushing()
-    try:
-        from apache_beam.coders.coder_impl import create_OutputStream
-        from apache_beam.runners.portability.fn_api_runner import execution
-        from apache_beam.transforms.window import GlobalWindow, GlobalWindows
-        from apache_beam.utils.windowed_value import PaneInfo, PaneInfoTiming
-        buffer_cls = execution.GroupingBuffer
-        names = buffer_cls.partition.__code__.co_names
-    except (ImportError, AttributeError):
-        return
-    if not {"_table", "_grouped_output", "_post_grouped_coder", "_key_coder", "_windowing"} <= set(names):
-        return
+    for global windows."""
+    from apache_beam.coders.coder_impl import create_OutputStream
+    from apache_beam.runners.portability.fn_api_runner import execution, fn_runner
+    from apache_beam.transforms.window import GlobalWindow, GlobalWindows
+    from apache_beam.utils.windowed_value import PaneInfo, PaneInfoTiming
+    manager = fn_runner.BundleManager
+    send = target(manager, "_send_input_to_worker")
+    uses(send, "_worker_handler", "data_conn", "output_stream", "write", "close")
+    buffer_cls = execution.GroupingBuffer
+    partition = target(buffer_cls, "partition")
+    uses(partition, "_table", "_grouped_output", "_post_grouped_coder", "_key_coder", "_windowing")
 
     def windowed_values():
         """What Beam's partition wraps each (key, values) in for the global window."""
@@ -98,15 +98,5 @@ def install():
             pane_info=PaneInfo(is_first=True, is_last=True, timing=PaneInfoTiming.ON_TIME,
                                index=0, nonspeculative_index=0)).with_value
 
-    patch_once(buffer_cls, "partition", _chunked, windowed_values, create_OutputStream)
-
-
-def _install_flushing():
-    try:
-        from apache_beam.runners.portability.fn_api_runner import fn_runner
-        manager = fn_runner.BundleManager
-        names = manager._send_input_to_worker.__code__.co_names
-    except (ImportError, AttributeError):
-        return
-    if {"output_stream", "write", "close"} <= set(names):
-        patch_once(manager, "_send_input_to_worker", _flushing)
+    return [(manager, "_send_input_to_worker", _flushing(send)),
+            (buffer_cls, "partition", _chunked(partition, windowed_values, create_OutputStream))]

@@ -43,17 +43,16 @@ inferred from annotations, which nothing checks), or it is a shuffle or flatten 
 follows from its input; every other result stays untyped, as before (no bytecode inference).
 With `--pipeline_type_check` Beam's own inference runs unchanged.
 
-`install()` patches the Beam modules of this (launcher) process only. The memoisations
-leave the pipeline proto unchanged; the kept types give those PCollections their declared
-coders, which the proto carries to any runner (nothing else on Flink/Dataflow workers
-depends on the patches). It is idempotent, and does nothing if Beam's internals no longer
-look as expected.
+Active in the launcher (`pipelines.patches.active`) on every runner. The memoisations leave
+the pipeline proto unchanged; the kept types give those PCollections their declared coders,
+which the proto carries to any runner (nothing on a distributed runner's workers depends on
+the patch). Without it a round is slower, never different: its tables are pickled instead.
 """
 import sys
 import types
 import weakref
 
-_installed = False
+from pipelines.patches import target, uses
 
 
 def _cached_dofn_specs(original):
@@ -187,39 +186,35 @@ def _ipython_only_if_imported(original):
     return is_in_ipython
 
 
-def install():
-    """Memoise userstate.get_dofn_specs, PipelineOptions.view_as and _visible_option_list,
-    and core's two per-function helpers, keep declared output types, and skip the IPython
-    probe outside IPython (once per process)."""
-    global _installed
-    if _installed:
-        return
-    _installed = True
+NAME = "construction"
+IN_PROCESS = False   # the launcher builds the pipeline on every runner
+
+
+def replacements(context):
+    """Memoised userstate.get_dofn_specs, PipelineOptions.view_as and _visible_option_list,
+    and core's two per-function helpers, declared output types kept, and the IPython probe
+    skipped outside IPython."""
     from apache_beam import pipeline
     from apache_beam.options import pipeline_options
     from apache_beam.transforms import core, userstate
     from apache_beam.utils import interactive_utils
     options = pipeline_options.PipelineOptions
+    infer = target(pipeline.Pipeline, "_infer_result_type")
+    uses(infer, "pipeline_type_check")   # the flag `_declared_types` turns on for one result
+
+    def wrap(owner, name, make, *args):
+        return owner, name, make(target(owner, name), *args)
     # every caller (core, runners.common, worker.operations, userstate itself) looks it up
     # as userstate.get_dofn_specs at call time
-    patch_once(userstate, "get_dofn_specs", _cached_dofn_specs)
-    patch_once(options, "view_as", _cached_view_as)
-    patch_once(options, "_visible_option_list", _cached_option_list)
-    patch_once(pipeline.Pipeline, "_infer_result_type", _declared_types,
-           (core.GroupByKey, core.Flatten, core.Impulse), pipeline_options.TypeOptions)
-    # both are looked up as core.<name> at call time (get_function_arguments, ParDo.__init__,
-    # CallableWrapperDoFn, MapTuple, FlatMapTuple)
-    patch_once(core, "get_function_args_defaults", _cached_per_function, _own_lists)
-    patch_once(core, "_check_fn_use_yield_and_return", _cached_per_code)
-    # pipeline.py calls its own imported name; alter_label_if_ipython the module's
-    patch_once(interactive_utils, "is_in_ipython", _ipython_only_if_imported)
-    patch_once(pipeline, "is_in_ipython", _ipython_only_if_imported)
-
-
-def patch_once(owner, name, make, *args):
-    """`owner.name = make(original, *args)` unless patched already (a patch carries
-    `__wrapped__`) or missing; a class's own attribute only, not an inherited one. (The
-    in-process runner's patches in `stagedescriptor` and `sideinputbuffers` use it too.)"""
-    original = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name, None)
-    if callable(original) and not hasattr(original, "__wrapped__"):
-        setattr(owner, name, make(original, *args))
+    return [wrap(userstate, "get_dofn_specs", _cached_dofn_specs),
+            wrap(options, "view_as", _cached_view_as),
+            wrap(options, "_visible_option_list", _cached_option_list),
+            wrap(pipeline.Pipeline, "_infer_result_type", _declared_types,
+                 (core.GroupByKey, core.Flatten, core.Impulse), pipeline_options.TypeOptions),
+            # both are looked up as core.<name> at call time (get_function_arguments,
+            # ParDo.__init__, CallableWrapperDoFn, MapTuple, FlatMapTuple)
+            wrap(core, "get_function_args_defaults", _cached_per_function, _own_lists),
+            wrap(core, "_check_fn_use_yield_and_return", _cached_per_code),
+            # pipeline.py calls its own imported name; alter_label_if_ipython the module's
+            wrap(interactive_utils, "is_in_ipython", _ipython_only_if_imported),
+            wrap(pipeline, "is_in_ipython", _ipython_only_if_imported)]

@@ -11,11 +11,12 @@ site in the runner's bundle run holding 13.56 MB, the size of the state then, wh
 be these buffers).
 
 The patch drops those buffers after the stage that filled them has committed them to
-state; a buffer some stage also reads as main input is left to Beam. `install()` patches
-this process only (the in-process runner); idempotent; does nothing if Beam's internals no
-longer look as expected.
+state; a buffer some stage also reads as main input is left to Beam. In-process runner only.
 """
-from pipelines.construction import patch_once
+from pipelines.patches import target, uses
+
+NAME = "side_input_buffers"
+IN_PROCESS = True
 
 
 def side_input_only_buffers(descriptors, consumed_as_main):
@@ -36,12 +37,11 @@ def _freeing(original):
     return execute_bundle
 
 
-def install():
-    """Free side-input-only buffers once committed to state (once per process)."""
-    try:
-        from apache_beam.runners.portability.fn_api_runner import execution, fn_runner
-        names = execution.FnApiRunnerExecutionContext.__init__.__code__.co_names
-    except (ImportError, AttributeError):
-        return
-    if {"side_input_descriptors_by_stage", "buffer_id_to_consumer_pairs", "pcoll_buffers"} <= set(names):
-        patch_once(fn_runner.FnApiRunner, "_execute_bundle", _freeing)
+def replacements(context):
+    """Free side-input-only buffers once committed to state."""
+    from apache_beam.runners.portability.fn_api_runner import execution, fn_runner
+    uses(target(execution.FnApiRunnerExecutionContext, "__init__"),
+         "side_input_descriptors_by_stage", "buffer_id_to_consumer_pairs", "pcoll_buffers")
+    # the side inputs are committed to state inside _execute_bundle, before it returns
+    uses(target(fn_runner.FnApiRunner, "_execute_bundle"), "commit_side_inputs_to_state")
+    return [(fn_runner.FnApiRunner, "_execute_bundle", _freeing(target(fn_runner.FnApiRunner, "_execute_bundle")))]

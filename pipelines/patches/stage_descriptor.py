@@ -18,7 +18,10 @@ expected.
 """
 import types
 
-from pipelines.construction import patch_once
+from pipelines.patches import target, uses
+
+NAME = "stage_descriptor"
+IN_PROCESS = True
 
 
 def stage_pcollections(transforms, pcollections):
@@ -44,10 +47,11 @@ def _narrowed(original):
     return build
 
 
-def install():
-    """Narrow the PCollections of every stage descriptor the in-process runner builds (once)."""
-    try:
-        from apache_beam.runners.portability.fn_api_runner import execution
-    except ImportError:
-        return
-    patch_once(execution.BundleContextManager, "_build_process_bundle_descriptor", _narrowed)
+def replacements(context):
+    """Narrow the PCollections of every stage descriptor the in-process runner builds."""
+    from apache_beam.runners.portability.fn_api_runner import execution
+    cls = execution.BundleContextManager
+    build = target(cls, "_build_process_bundle_descriptor")
+    uses(build, "execution_context", "pipeline_components", "pcollections", "coders",
+         "windowing_strategies", "environments")
+    return [(cls, "_build_process_bundle_descriptor", _narrowed(build))]

@@ -21,6 +21,11 @@ processor. Idempotent; does nothing if Beam's internals no longer look as expect
 """
 import threading
 
+from pipelines.patches import Missing, target
+
+NAME = "dofn_pickles"
+IN_PROCESS = True
+
 _WINDOWING_SLOT = 4   # (fn, args, kwargs, side input tags and types, windowing)
 
 
@@ -79,16 +84,12 @@ class PicklerWithWindowing:
         return kept[1]
 
 
-def install():
-    """Wrap the bundle processor's pickler (once per process)."""
-    try:
-        from apache_beam.internal import pickler
-        from apache_beam.runners.worker import bundle_processor
-        from apache_beam.transforms.core import Windowing
-        bundle_processor._create_pardo_operation   # noqa: B018 - the call site, or no patch
-        current = bundle_processor.pickler
-    except (ImportError, AttributeError):
-        return
-    if isinstance(current, PicklerWithWindowing) or current is not pickler:
-        return   # installed already, or Beam no longer uses the module directly
-    bundle_processor.pickler = PicklerWithWindowing(pickler, Windowing)
+def replacements(context):
+    """The bundle processor's pickler wrapped."""
+    from apache_beam.internal import pickler
+    from apache_beam.runners.worker import bundle_processor
+    from apache_beam.transforms.core import Windowing
+    target(bundle_processor, "_create_pardo_operation")   # the call site
+    if target(bundle_processor, "pickler") is not pickler:
+        raise Missing("bundle_processor.pickler as the pickler module")
+    return [(bundle_processor, "pickler", PicklerWithWindowing(pickler, Windowing))]
