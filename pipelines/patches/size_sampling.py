@@ -12,12 +12,11 @@ few batch elements (a list of up to 2 000 rows, a visited row ~20 KB) pickled wh
 round's time goes") and the round's process peaked 25–28 MB lower (README, "Memory
 budget"). In-process nobody reads those sizes.
 
-`install()` lets Beam build and set up each stage's operations and then takes the coder off
+The patch lets Beam build and set up each stage's operations and then takes the coder off
 each output's counters, so they count elements (the element counts and user metrics are
 unchanged) and sample none. An output whose counters type-check elements
-(`--performance_runtime_type_check`, which checks sampled elements) is left as it is.
-Patches this process only; idempotent; does nothing if Beam's internals no longer look as
-expected.
+(`--performance_runtime_type_check`, which checks sampled elements) is left as it is, and
+so is a counter that no longer has the attribute (it keeps sampling: Beam's behaviour).
 """
 from pipelines.patches import target
 

@@ -192,9 +192,14 @@ def test_in_process_payloads_are_not_bz2_compressed_and_both_forms_load(tmp_path
                         ["--runner=DirectRunner"])
     during = Path(out).read_text().split()
     assert len(during) == 2 and all(base64.b64decode(d)[:1] == b"\x80" for d in during)
-    assert sorted(pickler.loads(d)["x"] for d in during) == [1, 2]
     after = pickler.dumps({"x": 3})   # outside a run: Beam's own bz2 form, readable anywhere
     assert base64.b64decode(after)[:3] == b"BZh" and pickler.loads(after) == {"x": 3}
+    # while patched (only during a run: payloads made then are read then) both forms load
+    with patches.active(patches.Context(in_process=True, workers_here=True), environ={},
+                        only={"raw_pickles"}) as applied:
+        assert applied == ["raw_pickles"]
+        assert sorted(pickler.loads(d)["x"] for d in during) == [1, 2]
+        assert pickler.loads(after) == {"x": 3}
 
 
 def test_only_runs_whose_workers_are_this_process_skip_the_compression():
@@ -232,29 +237,6 @@ def test_a_round_freezes_what_is_alive_and_no_garbage(tmp_path):
     # `alive` is frozen: the collector no longer tracks it among its generations
     assert not any(o is alive for o in gc.get_objects())
     assert gc.get_freeze_count() > 0
-
-
-def test_side_inputs_are_read_without_the_cross_bundle_cache(tmp_path):
-    """patches.state_cache: the in-process worker caches no side input (it weighed each
-    value object by object and kept it after its stage); results are unchanged."""
-    from apache_beam.runners.worker import statecache
-    calls = []
-    original = statecache.get_deep_size
-    statecache.get_deep_size = lambda *objs: calls.append(1) or original(*objs)
-    out = tmp_path / "out.txt"
-
-    def build(p):
-        side = p | "Side" >> beam.Create([("a", 1), ("b", 2)])
-        (p | beam.Create(["a", "b", "a"])
-         | beam.Map(lambda k, d: f"{k}={d[k]}", beam.pvalue.AsDict(side))
-         | beam.combiners.ToList()
-         | beam.Map(lambda xs: out.write_text(",".join(sorted(xs)))))
-    try:
-        runner.run_pipeline(build, ["--runner=DirectRunner"])
-    finally:
-        statecache.get_deep_size = original
-    assert out.read_text() == "a=1,a=1,b=2"
-    assert calls == []
 
 
 class _FakeLibc:

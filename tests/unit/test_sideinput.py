@@ -1,19 +1,19 @@
-"""combined_side_input: the value AsSingleton(CombineGlobally(fn)) gives, empty input included."""
+"""side_input_of: the value AsSingleton(CombineGlobally(fn)) gives, empty input included."""
 import apache_beam as beam
 import numpy as np
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from transforms.tableio.sideinput import combined_side_input
+from transforms.tableio.sideinput import side_input_of
 from transforms.tableio.step import sum_dicts
 from transforms.urls.fpsets import sorted_union
 
 
 def _read(values, fn, show=repr):
-    """What a consumer sees through combined_side_input and through Beam's own way."""
+    """What a consumer sees through side_input_of and through Beam's own way."""
     with TestPipeline() as p:
         src = p | "Values" >> beam.Create(values, reshuffle=False)
-        ours = combined_side_input(src, "Ours", fn)
+        ours = side_input_of(src | "Ours" >> beam.CombineGlobally(fn).without_defaults(), fn)
         beams = beam.pvalue.AsSingleton(src | "Beams" >> beam.CombineGlobally(fn))
         got = (p | beam.Create([0]) | beam.Map(lambda _, a, b: (show(a), show(b)), ours, beams))
         assert_that(got, equal_to([(show(fn_of(values, fn)),) * 2]))
