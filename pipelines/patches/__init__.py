@@ -35,8 +35,8 @@ BEAM_VERSION = "2.77.0"
 OFF_VARIABLE = "BEAMCRAWL_PATCHES_OFF"
 
 # In the order they are applied (and undone in reverse).
-PATCHES = ("construction", "release_stage", "stage_threads", "side_input_buffers", "stage_inputs",
-           "size_sampling", "raw_pickles")
+PATCHES = ("construction", "release_stage", "stage_threads", "side_input_buffers", "size_sampling",
+           "raw_pickles")
 # The in-process runner's process tuning (pipelines.runner: allocators, gc); not Beam
 # patches, but switched off by the same variable so that they are measured the same way.
 TUNING = ("allocators", "gc_freeze")
