@@ -1,9 +1,10 @@
 """The patches of Beam's internals a round runs with: each one module, each guarded and scoped.
 
 A patch here changes how Beam builds or runs a round's pipeline in this process, never what
-a stage computes: each was kept because it paid at least 3 % of a whole crawl's wall time,
-CPU or peak memory, measured against Beam's own code side by side
-(`benchmarks/bench_patches.py`, benchmarks/RESULTS.md "Twenty-eighth session").
+a stage computes: each was kept because it paid at least 3 % of the wall time, CPU or peak
+memory of a 100-page round or of a whole crawl, measured against Beam's own code side by side
+(`benchmarks/bench_patches.py`; the table per patch, removed ones too, in docs/performance.md
+"Beam's internals patched").
 
 Rules every patch keeps:
 - It installs only on the Beam version it was written against (`BEAM_VERSION`). On another
@@ -35,8 +36,7 @@ BEAM_VERSION = "2.77.0"
 OFF_VARIABLE = "BEAMCRAWL_PATCHES_OFF"
 
 # In the order they are applied (and undone in reverse).
-PATCHES = ("construction", "release_stage", "stage_threads", "side_input_buffers", "size_sampling",
-           "raw_pickles")
+PATCHES = ("construction", "release_stage", "stage_threads", "size_sampling", "raw_pickles")
 # The in-process runner's process tuning (pipelines.runner: allocators, gc); not Beam
 # patches, but switched off by the same variable so that they are measured the same way.
 TUNING = ("allocators", "gc_freeze")
