@@ -1,9 +1,11 @@
-"""Shared fixtures: the simulated web (tests/simweb) and crawl helpers."""
+"""Shared fixtures: the simulated web (tests/simweb) and crawl helpers; CI's check that no
+test skips (tests/ciskips.py)."""
 import atexit
 import os
 import shutil
 import tempfile
 
+from tests import ciskips
 from tests.simweb.fixtures import *  # noqa: F401,F403
 
 # caches (the memory-mapped language model) go to a directory of this test run, not the
@@ -11,3 +13,7 @@ from tests.simweb.fixtures import *  # noqa: F401,F403
 if "BEAMCRAWL_CACHE" not in os.environ:
     os.environ["BEAMCRAWL_CACHE"] = tempfile.mkdtemp(prefix="beamcrawl-test-cache-")
     atexit.register(shutil.rmtree, os.environ["BEAMCRAWL_CACHE"], True)
+
+
+def pytest_configure(config):
+    ciskips.register(config)
