@@ -164,7 +164,7 @@ def test_option_names_are_listed_again_when_the_namespace_changes():
 
 
 def test_building_a_pipeline_does_not_import_ipython():
-    pytest.importorskip("IPython")   # (else nothing could import it)
+    import IPython  # noqa: F401 - installed with ipykernel (requirements-dev.txt); else nothing could import it
     # a fresh interpreter: this test process may have imported IPython already
     code = ("import sys, apache_beam as beam\n"
             "from pipelines import patches\n"

@@ -4,14 +4,13 @@ regular expressions gives the content_fp they gave, so pages signed before and a
 import random
 import re
 
+import datasketch
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transforms.contentseen import fingerprints as fpm
-
-datasketch = pytest.importorskip("datasketch")
 
 
 def reference_shingles(text, k=fpm.SHINGLE):

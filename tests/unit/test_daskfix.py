@@ -5,11 +5,11 @@ import glob
 import os
 
 import apache_beam as beam
+import distributed   # apache-beam[dask] (requirements.txt)
 import pytest
 
 from pipelines.runner import run_pipeline
 
-distributed = pytest.importorskip("distributed")   # apache-beam[dask] (requirements.txt)
 DASK = "apache_beam.runners.dask.dask_runner.DaskRunner"
 
 

@@ -94,7 +94,6 @@ def test_crawl_graph_from_fingerprints_maps_ids_back():
 
 
 def test_scipy_backend_gives_the_same_ranks():
-    pytest.importorskip("scipy")
     G = nx.gnp_random_graph(300, 0.02, seed=11, directed=True)
     s, d = _edges(G)
     a = pagerank(s, d, 300, tol=1e-13)
