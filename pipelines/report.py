@@ -65,11 +65,12 @@ def round_report(crawl, round_no, prev, settings, started, ended, result=None):
     Beam metrics: table-write time (time_split.write) and content-seen's reads of the
     visited view (content_seen.old_side)."""
     stats = _read_stats(crawl, round_no)
-    metrics = {}
+    metrics, spilled = {}, {}
     if result is not None:
         written = beam_metrics(result, write.WRITE_METRIC[0]).get(write.WRITE_METRIC[1], 0)
         stats["seconds_write"] = stats.get("seconds_write", 0) + written / 1e6
         metrics = beam_metrics(result, "contentseen")
+        spilled = beam_metrics(result, "spill")
     prev_report = crawl.read_report(prev) if prev is not None else {}
     prev_sets = prev_report.get("page_sets", {})
     visited = int(stats.get("visited", 0))
@@ -120,6 +121,9 @@ def round_report(crawl, round_no, prev, settings, started, ended, result=None):
         "recrawl": recrawl_report(stats),
         # seconds spent in each step, summed over workers/bundles (fetch: wall time of the
         # fetch bundles; the rest: processing time), beside the round's wall time
+        # README "Memory budget": the spill files the round wrote (tableio.step.SpillToFiles)
+        # and their bytes before compression ({} when the runner reports no metrics)
+        "spill": {k: int(v) for k, v in sorted(spilled.items())},
         "time_split": {k[len("seconds_"):]: round(v, 3) for k, v in stats.items() if k.startswith("seconds_")},
         "stats": stats,
         # vertical crawling: harvest rate this round and its running curve (pipelines/focused.py)

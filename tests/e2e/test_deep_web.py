@@ -7,7 +7,6 @@ only ever submitted as ISIT's samples, and the probing state is in the crawl dir
 a round killed before its commit reruns to the same probing state.
 """
 import collections
-import json
 import signal
 import time
 from urllib.parse import parse_qsl, urlsplit
@@ -27,7 +26,7 @@ DELAY = 0.02
 
 @pytest.fixture(scope="module")
 def web(tmp_path_factory):
-    p = SimWebProcess("small", seed=1, workdir=tmp_path_factory.mktemp("simweb_deep"), **WEB)
+    p = SimWebProcess("small", seed=1, workdir=tmp_path_factory.mktemp("simweb_deep"), clock_file=True, **WEB)
     try:
         yield p
     finally:
@@ -52,13 +51,6 @@ def crawl(web, tmp_path_factory):
     reports = crawlstate.run_rounds(d, "--until_empty", "--rounds", "25")
     log = [r for r in web.requests() if start <= r["start"] <= time.time()]
     return d, reports, log
-
-
-def _deepweb(d, n=None):
-    c = CrawlDir(str(d))
-    t = c.read_table("deepweb", c.last_committed() if n is None else n)
-    return {h.split(":")[0]: json.loads(s) for h, s in zip(t.column("host").to_pylist(),
-                                                           t.column("state").to_pylist())}
 
 
 def test_records_of_both_sites_are_reached_through_their_forms(crawl, web):
@@ -95,7 +87,7 @@ def test_presentation_inputs_are_submitted_only_as_samples(crawl):
 
 def test_probing_state_and_forms_are_in_the_crawl_directory(crawl):
     d, _, _ = crawl
-    state = _deepweb(d)
+    state = crawlstate.deepweb_state(d)
     jobs, lib = state["jobs.simweb.test"], state["library.simweb.test"]
     (jt,), (lt,) = jobs["templates"].values(), lib["templates"].values()
     assert jt["sort"]["status"] == "uninformative" and lt["order"]["status"] == "uninformative"
@@ -124,5 +116,5 @@ def test_killed_round_reruns_to_the_same_probing_state(crawl, web, tmp_path):
     proc = crawlstate.run_round_subprocess(crash)
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err[-3000:]
-    assert _deepweb(crash, target) == _deepweb(d, target)
+    assert crawlstate.deepweb_state(crash, target) == crawlstate.deepweb_state(d, target)
     crawlstate.assert_same_state(crawlstate.state(d, target), crawlstate.state(crash, target))

@@ -11,7 +11,6 @@ A small web (the jobs site and the library) is crawled twice with real rounds:
 - without the flag: the same POST form is recorded and nothing is POSTed.
 """
 import collections
-import json
 import subprocess
 import sys
 import time
@@ -58,13 +57,6 @@ def refused(web, tmp_path_factory):
     return d, reports, log
 
 
-def _state(d):
-    c = CrawlDir(str(d))
-    t = c.read_table("deepweb", c.last_committed())
-    return {h.split(":")[0]: json.loads(s) for h, s in zip(t.column("host").to_pylist(),
-                                                           t.column("state").to_pylist())}
-
-
 def test_post_forms_are_submitted_only_on_the_allowed_host(allowed, refused):
     _, _, log = allowed
     posts = [r for r in log if r["method"] == "POST"]
@@ -78,13 +70,13 @@ def test_post_forms_are_submitted_only_on_the_allowed_host(allowed, refused):
     assert max(requestlog.max_concurrency_per_host(log).values()) == 1
     d, _, log = refused
     assert [r for r in log if r["method"] != "GET"] == []
-    lib = _state(d)["library.simweb.test"]
+    lib = crawlstate.deepweb_state(d)["library.simweb.test"]
     assert [f["phase"] for k, f in lib["forms"].items() if f["method"] == "post"] == ["post"]
 
 
 def test_post_answers_are_digested_and_each_post_is_its_own_request(allowed):
     d, _, log = allowed
-    lib = _state(d)["library.simweb.test"]
+    lib = crawlstate.deepweb_state(d)["library.simweb.test"]
     posted = {k: q for k, q in lib["queries"].items() if k.startswith("POST ")}
     done = [q for q in posted.values() if q["state"] == "done"]
     assert done and sum(len(q["records"]) for q in done) > 0
@@ -100,7 +92,7 @@ def test_post_answers_are_digested_and_each_post_is_its_own_request(allowed):
 
 def test_per_host_budget_caps_one_host_and_the_other_keeps_the_default(allowed):
     d, _, log = allowed
-    state = _state(d)
+    state = crawlstate.deepweb_state(d)
     assert state["jobs.simweb.test"]["sent"] == JOBS_BUDGET     # capped (it would use more)
     assert state["library.simweb.test"]["sent"] > JOBS_BUDGET   # the default 500
     assert len(state["jobs.simweb.test"]["queries"]) == JOBS_BUDGET

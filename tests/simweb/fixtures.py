@@ -1,6 +1,8 @@
 """Pytest fixtures: ``from tests.simweb.fixtures import *`` in a conftest.py.
 
-simweb_small     session-scoped SimWebProcess of the ``small`` web, seed 1, real clock
+simweb_small     session-scoped SimWebProcess of the ``small`` web, seed 1, its clock frozen at
+                 ``sim_start`` (a page is the same bytes whenever it is fetched, so two crawls
+                 of it commit the same state: tests/e2e/crawlstate.py compares them)
 simweb_factory   function-scoped factory: ``simweb_factory(config, seed=1, hostile=False,
                  clock_file=False, sim_start=None, **overrides)`` (overrides are SimConfig
                  fields, e.g. ``trickle_seconds=3``); every web it starts is stopped at teardown
@@ -16,7 +18,7 @@ __all__ = ["simweb_small", "simweb_factory"]
 
 @pytest.fixture(scope="session")
 def simweb_small(tmp_path_factory):
-    p = SimWebProcess("small", seed=1, workdir=tmp_path_factory.mktemp("simweb_small"))
+    p = SimWebProcess("small", seed=1, workdir=tmp_path_factory.mktemp("simweb_small"), clock_file=True)
     try:
         yield p
     finally:
