@@ -47,9 +47,10 @@ KEYS = {"frontier": ("fp",), "hosts": ("host",), "opic": ("fp",), "deepweb": ("h
         "visited": ("fp", "round"), "pages": ("fp", "round"), "filtered": ("fp", "round"),
         "near_duplicates": ("fp", "round"), "recrawl": ("fp", "round"), "docfreq": ("term",)}
 
-# WARC record fields compared (WARC-Date, WARC-Record-ID and the response's HTTP Date header
-# are times and random ids; a metadata record's fetchTimeMs line is a duration)
-WARC_COLUMNS = ("round", "type", "uri", "status", "payload")
+# WARC record fields compared: round, type, target URI, status or request line, payload digest
+# (not WARC-Date, WARC-Record-ID nor the HTTP headers: times, random ids, the server's Date;
+# a metadata record's payload without its fetchTimeMs line, a duration)
+WARC_COLUMNS = ("round", "type", "uri", "http", "payload")
 
 
 def columns(table):
@@ -127,8 +128,9 @@ def _warc_rows(c, n):
                     if r.rec_type == "metadata":
                         payload = b"\n".join(line for line in payload.splitlines()
                                              if not line.startswith(b"fetchTimeMs:"))
-                    status = r.http_headers.get_statuscode() if r.http_headers else None
-                    out.append((k, r.rec_type, r.rec_headers.get_header("WARC-Target-URI"), status,
+                    h = r.http_headers   # "HTTP/1.1 200 OK", "GET /p HTTP/1.1"
+                    http = f"{h.protocol} {h.statusline}" if h else None
+                    out.append((k, r.rec_type, r.rec_headers.get_header("WARC-Target-URI"), http,
                                 hashlib.sha1(payload).hexdigest()))
     return out
 
@@ -170,14 +172,18 @@ def assert_same_state(a, b, nonempty=None):
             only_a, only_b = sorted(ca - cb, key=repr), sorted(cb - ca, key=repr)
             raise AssertionError(
                 f"{table}: {len(only_a)} rows only in the first state, {len(only_b)} only in the second; "
-                f"columns {cols}; differing columns of the first pair: {_diff(cols, only_a, only_b)}; "
-                f"e.g. {only_a[:1]} / {only_b[:1]}")
+                f"{_example(cols, only_a, only_b)}")
 
 
-def _diff(cols, only_a, only_b):
-    """The columns in which the first row only in `a` differs from its closest row only in `b`."""
+def _example(cols, only_a, only_b):
+    """The first row only in one state, named by its first columns, and how it differs from
+    its closest row only in the other (just the columns that differ)."""
     if not only_a or not only_b:
-        return []
+        row = (only_a or only_b)[0]
+        return "e.g. " + ", ".join(f"{c}={v!r}" for c, v in list(zip(cols, row))[:4])
     ra = only_a[0]
     rb = min(only_b, key=lambda r: sum(x != y for x, y in zip(ra, r)))
-    return [c for c, x, y in zip(cols, ra, rb) if x != y]
+    differ = {c: (x, y) for c, x, y in zip(cols, ra, rb) if x != y}
+    name = ", ".join(f"{c}={v!r}" for c, v in list(zip(cols, ra))[:2])
+    return f"e.g. the row {name}: columns {sorted(differ)} differ: " + "; ".join(
+        f"{c} {str(x)[:80]} / {str(y)[:80]}" for c, (x, y) in differ.items())
