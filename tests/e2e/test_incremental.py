@@ -138,20 +138,29 @@ def test_sitemap_lastmod_is_recorded_as_the_pages_true_last_change(incremental_c
         assert abs(r["lastmod"] - web.web.version(index[r["url"]], times[-1])[1]) < 1.0
 
 
+def _plan(d, times, policy, max_pages):
+    c = CrawlDir(str(d))
+    settings = effective_round_settings({"mode": "incremental", "refetch_policy": policy,
+                                         "max_pages": max_pages, "refetch_share": 0.5}, {})
+    cfg = RoundConfig.build(settings, c.last_committed() + 1, times[-1] + DAY)
+    return plan_revisits(c, c.last_committed(), cfg)
+
+
 @pytest.mark.parametrize("policy", ["proportional", "optimal", "importance", "sampling", "cluster"])
 def test_every_policy_plans_revisits_within_its_budget_from_the_crawled_state(incremental_crawl, policy):
     _, d, _, times, _ = incremental_crawl
-    c = CrawlDir(str(d))
-    settings = effective_round_settings({"mode": "incremental", "refetch_policy": policy,
-                                         "max_pages": 400, "refetch_share": 0.5}, {})
-    cfg = RoundConfig.build(settings, c.last_committed() + 1, times[-1] + DAY)
-    plan = plan_revisits(c, c.last_committed(), cfg)
+    plan = _plan(d, times, policy, 400)
     # every page was revisited in the last round: with f = K/N per page and round a page is
     # due when its share of the budget is >= 1/K; K = 200 > N makes the faster ones due
     assert plan.stats["recrawl_budget"] == 200
     assert 0 < len(plan) <= 200 and len(plan) <= plan.stats["recrawl_revisits_due"]
     assert set(plan.prev_rows) == set(plan.rows.column("fp").to_pylist())
     assert plan.stats["recrawl_cycle_seconds"] == DAY
+    # with a budget below the pages (50 of ~150) each policy chooses, and not as uniform does
+    # (a policy that fell back to uniform frequencies would pick uniform's pages)
+    small, uniform = _plan(d, times, policy, 100), _plan(d, times, "uniform", 100)
+    assert small.stats["recrawl_budget"] == 50 and 0 < len(small) <= 50 and 0 < len(uniform) <= 50
+    assert set(small.rows.column("fp").to_pylist()) != set(uniform.rows.column("fp").to_pylist())
 
 
 def test_recrawl_deltas_are_compacted_into_the_same_view(incremental_crawl):
