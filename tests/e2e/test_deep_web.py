@@ -6,7 +6,6 @@ own), the server log shows per-host politeness, no POST and no repeated request,
 only ever submitted as ISIT's samples, and the probing state is in the crawl directory;
 a round killed before its commit reruns to the same probing state.
 """
-import collections
 import signal
 import time
 from urllib.parse import parse_qsl, urlsplit
@@ -70,8 +69,7 @@ def test_politeness_holds_no_post_and_nothing_requested_twice(crawl):
     assert min(gaps.values()) >= DELAY - 0.005, gaps
     assert max(requestlog.max_concurrency_per_host(log).values()) == 1
     assert [r for r in log if r["method"] != "GET" or r["path"].startswith("/suggest")] == []
-    pages = collections.Counter((r["host"].lower(), r["path"]) for r in log if not r["path"].startswith("/robots"))
-    assert [k for k, n in pages.items() if n > 1] == []
+    assert requestlog.requested_twice(log) == []
 
 
 def test_presentation_inputs_are_submitted_only_as_samples(crawl):

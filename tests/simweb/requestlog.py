@@ -8,7 +8,7 @@ runs on a simulated clock.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -70,6 +70,14 @@ def max_concurrency_per_host(records, key: str = "host") -> dict[str, int]:
             best = max(best, cur)
         out[h] = best
     return out
+
+
+def requested_twice(records, robots=False) -> list[tuple]:
+    """(host, path) of the pages requested more than once, sorted (robots.txt left out unless
+    `robots`): a crawl that fetches each page once logs none."""
+    counts = Counter((r["host"].lower(), r["path"]) for r in records
+                     if robots or not r["path"].startswith("/robots"))
+    return sorted(k for k, n in counts.items() if n > 1)
 
 
 def _robots_by_host(ground_truth):
