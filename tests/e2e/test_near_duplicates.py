@@ -3,7 +3,8 @@ template (`docs.simweb.test`, ~5 KB of shared table of contents, one own paragra
 
 The book's pages reach the crawler over several rounds (at most 25 per host per round), and
 none of them may be reported a near-duplicate of another, while the small web's planted
-near-duplicates still are, as clusters: one NEAR_DUPLICATES row per page.
+near-duplicates still are (recall), and nothing else is (precision), as clusters: one
+NEAR_DUPLICATES row per page.
 """
 import pytest
 
@@ -50,7 +51,20 @@ def test_planted_near_duplicates_are_clusters_of_one_row_per_page(crawl):
     rows = near.to_pylist()
     assert len({r["fp"] for r in rows}) == len(rows), "one row per page"
     found = {frozenset((r["url"], r["of_url"])) for r in rows}
-    assert sum(p in found for p in planted) >= 0.9 * len(planted)
+    assert sum(p in found for p in planted) >= 0.9 * len(planted)        # recall
+    # precision: every reported pair, and every two members of a cluster, are copies of one
+    # page by the ground truth (a planted near copy, or an exact copy of either)
+    parent = {p["url"]: p["is_duplicate_of"] for p in truth if p["is_duplicate_of"]}
+
+    def original(url):
+        while url in parent:
+            url = parent[url]
+        return url
+    assert sorted((r["url"], r["of_url"]) for r in rows if original(r["url"]) != original(r["of_url"])) == []
+    clusters = {}
+    for r in rows:
+        clusters.setdefault(r["cluster_fp"], set()).update((original(r["url"]), original(r["of_url"])))
+    assert {k: v for k, v in clusters.items() if len(v) > 1} == {}
     assert all(r["cluster_fp"] is not None and r["host"] for r in rows)
     # the visited rows name the same clusters, and the reports count them
     by_fp = {r["fp"]: r for r in visited.to_pylist()}

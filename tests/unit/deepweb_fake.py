@@ -20,25 +20,28 @@ def fetch(web, url, mode):
 
 def probe(web, form_url, cfg: planner.ProbeConfig, max_rounds=500):
     """Crawl `form_url`'s host's forms with the planner until it emits nothing more.
-    Returns (state, stats): submissions, result pages fetched, record URLs reached, rounds."""
+    Returns (state, stats): submissions, result pages fetched, record URLs reached, rounds,
+    and every URL the planner emitted ("urls", in order)."""
     form_url = normalize(form_url)
     _, page = fetch(web, form_url, "forms")
     found = [{"page": form_url, "depth": 0, "form": f, "words": page_words(page.text),
               "links": page.links}
              for f in page.forms]
-    state, digests, reached, fetched = None, [], set(), 0
+    state, digests, reached, fetched, urls = None, [], set(), 0, []
     for r in range(1, max_rounds):
         state, emit = planner.advance(state, found, digests, r, cfg, normalize)
         found, digests = [], []
         if not emit:
             break
         for url, _, _ in emit:
+            urls.append(url)
             resp, parsed = fetch(web, url, "results")
             fetched += 1
             if resp.status == 200 and parsed.result is not None:
                 digests.append({"url": url, "result": parsed.result})
                 reached.update(parsed.result["records"])
-    return state, {"submissions": state["sent"], "fetched": fetched, "reached": reached, "rounds": r}
+    return state, {"submissions": state["sent"], "fetched": fetched, "reached": reached, "rounds": r,
+                   "urls": urls}
 
 
 def signature(web, url):

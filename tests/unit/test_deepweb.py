@@ -159,8 +159,12 @@ def test_keyword_probing_alone_reaches_the_library(web):
 def test_budget_caps_submissions_and_post_forms_are_never_submitted(web):
     state, stats = probe(web, LIBRARY, planner.ProbeConfig(budget=7))
     assert stats["submissions"] == 7 == state["sent"]
+    post = "http://library.simweb.test/suggest"
     phases = {f["action"]: f["phase"] for f in state["forms"].values()}
-    assert phases["http://library.simweb.test/suggest"] == "post"
+    assert phases[post] == "post"
+    # nothing emitted or recorded as sent targets it (a POST's query key is "POST <url> <body>")
+    assert len(stats["urls"]) >= 7 and [u for u in stats["urls"] if post in u] == []
+    assert [q for q in state["queries"] if post in q] == []
 
 
 def test_a_form_reader_failure_costs_the_forms_not_the_links(monkeypatch):
