@@ -2,7 +2,8 @@
 
 Each is executed with nbclient in a kernel of this interpreter (the venv's python) against
 a two-round crawl of the small simulated web, and fails on any cell error. The notebooks
-are kept in git without outputs: a committed output fails here.
+are kept in git without outputs: a committed output fails here. Executing them is marked
+`long` (make test-long); the checks of the files themselves run in the default suite.
 """
 import json
 import os
@@ -16,7 +17,7 @@ from nbclient import NotebookClient
 from pipelines.crawldir import CrawlDir
 from tests.e2e import crawlstate
 
-pytestmark = pytest.mark.long   # not in the default suite: make test-long (.ci/run runs it)
+LONG = pytest.mark.long   # executing notebooks: not in the default suite (make test-long; .ci/run runs it)
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
@@ -97,12 +98,14 @@ def outputs(nb, kind):
     return found
 
 
+@LONG
 def test_the_kernel_is_this_interpreter():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import sys; print(sys.executable)")])
     NotebookClient(nb, kernel_name="python3", timeout=120).execute()
     assert outputs(nb, "text") == [sys.executable + "\n"]
 
 
+@LONG
 def test_crawl_overview_runs_against_a_crawl(crawl):
     nb = execute(NOTEBOOKS / "crawl_overview.ipynb", kernel_env(crawl))
     text = "".join(outputs(nb, "text"))
@@ -112,6 +115,7 @@ def test_crawl_overview_runs_against_a_crawl(crawl):
     assert len(outputs(nb, "image/png")) >= 6          # growth, mix, hosts, depth, scores, degrees
 
 
+@LONG
 @pytest.mark.parametrize("truth", ["beside the crawl", "none"])
 def test_strategies_runs_over_the_truth_or_the_crawls_own_graph(crawl, truth):
     extra = {} if truth == "beside the crawl" else {"BEAMCRAWL_GROUND_TRUTH": str(crawl) + "-no-such-truth"}
@@ -122,6 +126,7 @@ def test_strategies_runs_over_the_truth_or_the_crawls_own_graph(crawl, truth):
     assert len(outputs(nb, "image/png")) == 2
 
 
+@LONG
 def test_focused_plots_the_harvest_relevance_and_what_the_focus_dropped(vertical_crawl):
     nb = execute(NOTEBOOKS / "focused.ipynb", kernel_env(vertical_crawl))
     text = "".join(outputs(nb, "text"))
@@ -134,6 +139,7 @@ def test_focused_plots_the_harvest_relevance_and_what_the_focus_dropped(vertical
     assert len(outputs(nb, "image/png")) == 3          # harvest, relevance, dropped
 
 
+@LONG
 def test_focused_says_a_crawl_without_a_topic_has_no_harvest(crawl):
     nb = execute(NOTEBOOKS / "focused.ipynb", kernel_env(crawl))
     text = "".join(outputs(nb, "text"))
@@ -141,6 +147,7 @@ def test_focused_says_a_crawl_without_a_topic_has_no_harvest(crawl):
     assert outputs(nb, "image/png") == []
 
 
+@LONG
 def test_freshness_plots_revisits_rates_and_the_policies(incremental_crawl):
     nb = execute(NOTEBOOKS / "freshness.ipynb", kernel_env(incremental_crawl))
     text = "".join(outputs(nb, "text"))
@@ -154,6 +161,7 @@ def test_freshness_plots_revisits_rates_and_the_policies(incremental_crawl):
     assert len(outputs(nb, "image/png")) == 3          # per round, rates, policies
 
 
+@LONG
 def test_freshness_says_a_batch_crawl_has_no_revisits(crawl):
     nb = execute(NOTEBOOKS / "freshness.ipynb", kernel_env(crawl))
     text = "".join(outputs(nb, "text"))

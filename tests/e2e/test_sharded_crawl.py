@@ -3,7 +3,9 @@
 Each fleet is its own crawl directory ROOT/shard-NN; links to another shard's hosts go to
 that shard's inbox (pipelines/fleet.py). Together they must fetch exactly what one crawler
 fetches (the web's reachable set: tests/e2e/test_crawl_small_web.py), each page once, each
-host only by the shard that owns it, and politely (the server's request log).
+host only by the shard that owns it, and politely (the server's request log). The fleets'
+crawls are marked `long` (make test-long); the refused shard flags, which write nothing, run
+in the default suite.
 """
 import collections
 import time
@@ -18,9 +20,6 @@ from pipelines.settings import effective_round_settings
 from tests.e2e import crawlstate
 from tests.simweb import requestlog
 
-pytestmark = pytest.mark.long   # not in the default suite: make test-long (.ci/run runs it)
-
-NOT_REQUESTED = ("robots_denied", "forbidden_address")
 SHARDS = 3
 
 
@@ -66,17 +65,19 @@ def _visited(root, s):
 
 
 @pytest.mark.slow
+@pytest.mark.long   # not in the default suite: make test-long (.ci/run runs it)
 def test_three_shards_fetch_exactly_the_reachable_set_each_page_once(fleets, simweb_small):
     root = fleets[0]
     rows = [r for s in range(SHARDS) for r in _visited(root, s)]
     urls = [r["url"] for r in rows]
     assert len(urls) == len(set(urls)), "a URL was visited by two shards or twice"
-    fetched = {r["url"] for r in rows if r["outcome"] not in NOT_REQUESTED}
+    fetched = {r["url"] for r in rows if r["outcome"] not in crawlstate.NOT_REQUESTED}
     reachable = set(simweb_small.ground_truth["reachable"].column("url").to_pylist())
     assert sorted(reachable - fetched) == [] and sorted(fetched - reachable) == []
 
 
 @pytest.mark.slow
+@pytest.mark.long   # not in the default suite: make test-long (.ci/run runs it)
 def test_each_host_is_fetched_only_by_the_shard_that_owns_it(fleets):
     root = fleets[0]
     settings = effective_round_settings({}, CrawlDir(str(shard_dir(root, 0))).read_config()["round_defaults"])
@@ -89,6 +90,7 @@ def test_each_host_is_fetched_only_by_the_shard_that_owns_it(fleets):
 
 
 @pytest.mark.slow
+@pytest.mark.long   # not in the default suite: make test-long (.ci/run runs it)
 def test_links_crossed_between_shards_through_the_inboxes(fleets):
     _, _, reports, _ = fleets
     stats = [r["stats"] for s in range(SHARDS) for r in reports[s]]
@@ -97,10 +99,10 @@ def test_links_crossed_between_shards_through_the_inboxes(fleets):
 
 
 @pytest.mark.slow
+@pytest.mark.long   # not in the default suite: make test-long (.ci/run runs it)
 def test_server_log_each_page_once_each_host_from_one_shard_politely(fleets, simweb_small):
     _, windows, _, log = fleets
-    pages = collections.Counter((r["host"].lower(), r["path"]) for r in log if not r["path"].startswith("/robots"))
-    assert [k for k, n in pages.items() if n > 1] == []
+    assert requestlog.requested_twice(log) == []
 
     def shard_at(t):
         return next(s for s, a, b in windows if a <= t <= b)
@@ -138,6 +140,7 @@ def test_unusable_shard_flags_are_refused_before_anything_is_written(simweb_smal
 
 
 @pytest.mark.slow
+@pytest.mark.long   # not in the default suite: make test-long (.ci/run runs it)
 def test_a_removed_shard_hands_its_hosts_along_the_ring(simweb_small, tmp_path):
     """After one round each, shard 1 leaves: its last round (with --remove_shard 1) fetches
     nothing and forwards its frontier; shards 0 and 2 take over only shard 1's hosts."""
@@ -154,7 +157,7 @@ def test_a_removed_shard_hands_its_hosts_along_the_ring(simweb_small, tmp_path):
     run_fleets(root, [1, 0, 2], "--remove_shard", "1")
     after = {s: [r for r in _visited(root, s)] for s in range(SHARDS)}
     assert {r["url"] for r in after[1]} == before[1], "the removed shard fetched after leaving"
-    fetched = [r["url"] for s in range(SHARDS) for r in after[s] if r["outcome"] not in NOT_REQUESTED]
+    fetched = [r["url"] for s in range(SHARDS) for r in after[s] if r["outcome"] not in crawlstate.NOT_REQUESTED]
     reachable = set(simweb_small.ground_truth["reachable"].column("url").to_pylist())
     assert set(fetched) == reachable
     twice = {u for u, n in collections.Counter(fetched).items() if n > 1}

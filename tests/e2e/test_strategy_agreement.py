@@ -1,7 +1,8 @@
 """The real crawl agrees with the evaluator (issue #5): crawling the medium simulated web for
 a fixed page budget with --strategy opic and --strategy bfs, the area under the curve of
 true PageRank captured by the real fetch order ranks the two strategies as the evaluator's
-replay over the same ground truth does."""
+replay over the same ground truth does. Two crawls of 600 pages: marker `long` (make
+test-long; .ci/run runs it)."""
 import numpy as np
 import pytest
 
@@ -18,7 +19,7 @@ def _auc(truth_of, order_urls, total):
     return float(np.cumsum(pr).sum() / total / BUDGET)
 
 
-@pytest.mark.bench
+@pytest.mark.long
 def test_opic_and_bfs_rank_the_same_in_a_real_crawl_and_in_the_evaluator(simweb_factory, tmp_path):
     web = simweb_factory("medium", seed=1)
     truth_dir = tmp_path / "truth"
