@@ -38,7 +38,9 @@ VARIES = {
                 "elapsed_ms": "how long the request took"},
     "frontier": {"not_before": "a transient failure's backoff: wall-clock time of the failure plus the delay"},
     "hosts": {"robots_fetched_at": "the wall-clock time robots.txt was fetched",
-              "last_fetch_time": "the wall-clock time of the host's last request"},
+              "last_fetch_time": "the wall-clock time of the host's last request",
+              "address_expires": "the wall-clock time of the DNS lookup plus its TTL",
+              "robots_unreachable_since": "the wall-clock time of the first failed robots.txt fetch"},
     "recrawl": {"last_visit": "the round's clock: wall-clock time unless --round_time sets it"},
 }
 
