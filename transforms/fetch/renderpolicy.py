@@ -75,7 +75,6 @@ class RenderConfig:
     memory_mb: int = 1024                # browser + renderers resident memory cap
     max_subrequests: int = 30            # sub-requests one page may make
     subrequest_hosts: tuple[str, ...] = ()   # other hosts (host or host:port) sub-requests may go to
-    subrequest_hosts: tuple[str, ...] = ()   # other hosts sub-requests may go to
 
     def __post_init__(self):
         if self.mode not in MODES:
