@@ -1,14 +1,16 @@
 """The fetch process (transforms/fetch/fetchproc.py): same pages as fetching in the round's
 process, nothing lost when it dies, and the crash point still kills the round's process."""
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from schemas.tables import OK, REDIRECT
-from tests.unit.httpfixtures import LocalServer, loopback_config, page, status
+from tests.unit.httpfixtures import LocalServer, hang, loopback_config, page, status
 from tests.unit.test_fetch_progress import fetch_metrics
 from tests.unit.test_fetcher import fetch_hosts
 from transforms.fetch.fetchproc import FetchProcess
@@ -97,7 +99,7 @@ def test_nothing_is_lost_when_the_fetch_process_dies():
 _CRASH_SCRIPT = '''
 import sys
 sys.path.insert(0, {repo!r})
-from tests.unit.httpfixtures import LocalServer, loopback_config, page, status
+from tests.unit.httpfixtures import LocalServer, hang, loopback_config, page, status
 from transforms.fetch.fetchproc import FetchProcess
 if __name__ == "__main__":
     with LocalServer({{"/robots.txt": status(404), "*": page(b"ok")}}) as srv:
@@ -123,11 +125,31 @@ def test_the_crash_point_kills_the_round_process_not_the_fetch_process(tmp_path)
     assert time.monotonic() - started < 60
 
 
-def test_a_bundle_that_stops_reading_stops_the_fetch_process():
-    """A bundle failing downstream closes the stream mid-way: the child is stopped at once
-    (its leftover messages must not reach the next bundle), which then fetches in-process."""
-    with LocalServer({"/robots.txt": status(404), "*": page(b"<html>x</html>")}) as srv:
-        cfg = loopback_config({"a.test": srv}, delay_per_host=0.05)
+# Pages that never answer (until the server stops): a fetch process fetching them cannot end
+# by itself while a test runs, so one found ended was stopped.
+HANGING = {"/robots.txt": status(404), "*": hang()}
+
+
+def _close_records_kills(stream, monkeypatch) -> list:
+    """Close a bundle's stream; the `kill` each helper was stopped with (procs.stop_helper):
+    True is at once, False asks it to end and waits up to 5 s (no clock read here)."""
+    from transforms import procs
+    kills, stop = [], procs.stop_helper
+
+    def recording(conn, proc, kill=False):
+        kills.append(kill)
+        stop(conn, proc, kill)
+    monkeypatch.setattr(procs, "stop_helper", recording)
+    stream.close()
+    return kills
+
+
+def test_a_bundle_that_stops_reading_stops_the_fetch_process(monkeypatch):
+    """A bundle failing downstream closes the stream mid-way: the child is killed at once, not
+    asked to end (its leftover messages must not reach the next bundle), and the bundle's
+    later fetches run in-process."""
+    with LocalServer(HANGING) as srv:
+        cfg = loopback_config({"a.test": srv}, delay_per_host=0.05, read_timeout=60, deadline=60)
         jobs = [(f"a.test:{srv.port}", [{"url": f"http://a.test:{srv.port}/{j}", "fp": j}
                                          for j in range(40)], None)]
         proc = FetchProcess(cfg, 2).start()
@@ -135,9 +157,8 @@ def test_a_bundle_that_stops_reading_stops_the_fetch_process():
         child = proc._proc
         stream = proc.fetch(one_host_units(jobs))
         assert next(stream)[0] == "host"
-        started = time.monotonic()
-        stream.close()
-        assert not child.is_alive() and time.monotonic() - started < 3
+        assert _close_records_kills(stream, monkeypatch) == [True]
+        assert not child.is_alive() and child.exitcode == -signal.SIGKILL
         assert not proc.ready()
 
 
@@ -234,15 +255,22 @@ def test_fetch_list_rows_become_python_rows_of_the_columns_a_fetch_reads():
 
 
 class _SlowPipe:
-    """A pipe end whose `send` waits for `opened`, recording each batch sent."""
+    """A pipe end whose `send` waits for `opened`, recording each batch sent; `wait_for(n)`
+    returns once n messages were sent (or 10 s passed: then the test's asserts say what came)."""
 
     def __init__(self):
-        import threading
         self.opened, self.batches = threading.Event(), []
+        self._sent = threading.Condition()
 
     def send(self, batch):
         self.opened.wait(10)
-        self.batches.append(list(batch))
+        with self._sent:
+            self.batches.append(list(batch))
+            self._sent.notify_all()
+
+    def wait_for(self, n):
+        with self._sent:
+            self._sent.wait_for(lambda: sum(map(len, self.batches)) >= n, timeout=10)
 
 
 def test_the_outbox_sends_what_queued_meanwhile_as_one_batch_in_order():
@@ -254,9 +282,7 @@ def test_the_outbox_sends_what_queued_meanwhile_as_one_batch_in_order():
     for i in range(10):
         box.put(("page", "h", {"fp": i, "body": b"x"}))
     pipe.opened.set()
-    deadline = time.monotonic() + 10
-    while sum(map(len, pipe.batches)) < 10 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    pipe.wait_for(10)
     assert [m[2]["fp"] for b in pipe.batches for m in b] == list(range(10))
     assert len(pipe.batches) <= 2          # the first message alone, then the nine queued behind it
 
@@ -264,27 +290,28 @@ def test_the_outbox_sends_what_queued_meanwhile_as_one_batch_in_order():
 def test_the_outbox_holds_at_most_its_slots_and_cuts_batches_by_bytes():
     """A pipe that does not drain stops the fetch threads after `slots` messages (memory holds
     that many pages, not a host's round); bodies over BATCH_BYTES go in several sends."""
-    import threading
-
     from transforms.fetch.fetchproc import BATCH_BYTES, Outbox
     pipe = _SlowPipe()
     box = Outbox(pipe, 4)
-    put = []
+    message = lambda i: ("page", "h", {"fp": i, "body": b"x" * (BATCH_BYTES // 2)})
+    for i in range(4):                     # the slots: these return (else the test hangs here)
+        box.put(message(i))
+    fifth_put = threading.Event()
 
     def producer():
-        for i in range(6):
-            box.put(("page", "h", {"fp": i, "body": b"x" * (BATCH_BYTES // 2)}))
-            put.append(i)
+        box.put(message(4))
+        fifth_put.set()
+        box.put(message(5))
 
     t = threading.Thread(target=producer, daemon=True)
     t.start()
-    time.sleep(0.3)
-    assert len(put) == 4                   # the fifth waits for a slot
+    # the fifth waits for a slot while the pipe is shut: it must not return however long we
+    # wait (the wait only bounds the test: a slow machine cannot make this fail)
+    assert not fifth_put.wait(0.5)
     pipe.opened.set()
+    assert fifth_put.wait(10)
     t.join(10)
-    deadline = time.monotonic() + 10
-    while sum(map(len, pipe.batches)) < 6 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    pipe.wait_for(6)
     assert [m[2]["fp"] for b in pipe.batches for m in b] == list(range(6))
     assert all(len(b) <= 2 for b in pipe.batches)   # 2 half-budget bodies fill a batch
 
@@ -405,22 +432,19 @@ def test_when_every_child_of_a_fleet_dies_the_jobs_left_come_back_transient():
         fleet.close()
 
 
-def test_a_bundle_that_stops_reading_stops_every_child_of_a_fleet():
+def test_a_bundle_that_stops_reading_stops_every_child_of_a_fleet(monkeypatch):
     from transforms.fetch.fetchproc import FetchFleet
-    with LocalServer({"/robots.txt": status(404), "*": page(b"<html>x</html>")}) as srv:
+    with LocalServer(HANGING) as srv:
         names = ["s0.test", "s1.test", "s2.test"]
-        cfg = loopback_config({n: srv for n in names}, delay_per_host=0.05)
+        cfg = loopback_config({n: srv for n in names}, delay_per_host=0.05, read_timeout=60, deadline=60)
         fleet = FetchFleet(cfg, 4, 2).start()
         assert fleet.ready()
         procs = [c._proc for c in fleet.children]
         stream = fleet.fetch(one_host_units(_slow_jobs(srv, names, 40)))
         assert next(stream)[0] == "host"
-        started = time.monotonic()
-        stream.close()
-        deadline = time.monotonic() + 5
-        while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not any(p.is_alive() for p in procs) and time.monotonic() - started < 5
+        assert _close_records_kills(stream, monkeypatch) == [True, True]
+        assert not any(p.is_alive() for p in procs)
+        assert [p.exitcode for p in procs] == [-signal.SIGKILL] * 2
         assert not fleet.ready()
 
 
