@@ -10,7 +10,8 @@ import pytest
 from tests import ciskips
 
 REPO = Path(__file__).resolve().parents[2]
-CONFTEST = "from tests import ciskips\n\ndef pytest_configure(config):\n    ciskips.register(config)\n"
+# the sessions run the project's own hook (tests/conftest.py), so it is what is shown to work
+CONFTEST = "from tests import ciskips\nfrom tests.conftest import pytest_configure  # noqa: F401\n"
 TESTS = """import pytest
 
 def test_runs():
