@@ -217,7 +217,36 @@ def parse_command_line(command, argv):
     if not values.get("crawl_dir"):
         raise UsageError(f"--crawl_dir is required: a local path or gs://, s3://, ... URL "
                          f"(see `beamcrawl {command} --help`)")
+    use_storage(values["crawl_dir"], rest)
     return CommandLine(command, values, given, rest)
+
+
+def use_storage(crawl_dir, beam_argv):
+    """Beam's filesystem options (`--s3_*` ...) set in this process for `crawl_dir`, which
+    is checked (pipelines.storage): before the command reads or writes anything."""
+    from pipelines import storage
+    storage.check(crawl_dir, storage.use(beam_argv))
+
+
+def parse_with_beam_flags(parser, argv):
+    """(`parser`'s flags parsed, Beam's flags among argv): for a command with a parser of
+    its own (report, show) that takes Beam's filesystem flags too. Beam's flags are taken
+    out with their values first, so a flag's value is never taken for a positional
+    argument; anything else unknown is refused by `parser`."""
+    ours = set(_flag_names(parser))
+    beams = {s: a for a in beam_parser()._actions for s in a.option_strings}
+    mine, theirs, i = [], [], 0
+    argv = list(argv)
+    while i < len(argv):
+        name = argv[i].split("=", 1)[0]
+        if name.startswith("--") and name not in ours and name in beams:
+            n = 1 + (beams[name].nargs != 0 and "=" not in argv[i])
+            theirs += argv[i:i + n]
+            i += n
+        else:
+            mine.append(argv[i])
+            i += 1
+    return parser.parse_args(mine), theirs
 
 
 def one_line(error):

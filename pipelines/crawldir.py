@@ -14,6 +14,12 @@ round's WARC files and CDXJ index (rounds/N/warc/, transforms.archive). Readers
 take a round's files from its manifest, never from a directory listing, so a file that
 went missing is an error naming it instead of silently fewer rows.
 
+The commit needs no atomic rename and no listing (docs/cluster.md, "The commit protocol"):
+a run of a round (an attempt, `new_attempt`) writes parts under final unique names, its
+pipeline lists the parts of completed bundles in `_parts-<attempt>.json` (`read_parts`),
+and `_COMMITTED` (one object, written whole or not at all) is built from that list;
+`pipelines.sweep` then deletes what no manifest lists, `discard_uncommitted` a killed run's objects.
+
 Table kinds
 - snapshot tables (frontier, hosts, opic): a round holds the full table; the view of
   round N is round N's files (opic only in crawls whose strategy uses OPIC). Only the last
@@ -37,12 +43,15 @@ Table kinds
 import json
 import posixpath
 import re
+import time
+import uuid
 
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from schemas import tables
-from transforms.tableio.files import open_parquet, read_view
+from transforms import faults
+from transforms.tableio.files import delete_tree, open_parquet, read_view
 from transforms.tableio.layers import read_layers
 
 SNAPSHOT_TABLES = ("frontier", "hosts", "opic", "deepweb")
@@ -57,6 +66,8 @@ REPORT_JSON = "report.json"
 WARC_DIR = "warc"
 WARC_FILES = "files.json"     # written by transforms.archive.step with the index
 WARC_INDEX = "index.cdxj"
+PARTS_LISTING = "_parts-{attempt}.json"   # an attempt's parts, written by its pipeline
+SPILL_DIR = "_spill"                       # transforms.tableio.spill.DIRNAME
 _ROUND_RE = re.compile(r"/rounds/(\d{6})/" + COMMITTED + "$")
 
 
@@ -153,24 +164,44 @@ class CrawlDir:
         return FileSystems.exists(_join(self.round_dir(n), COMMITTED))
 
     def discard_uncommitted(self, n: int) -> bool:
-        """Delete round n's partial output left by a crashed run. Returns True if any existed."""
+        """Delete round n's partial output left by a crashed run (every object under its
+        folder, from a listing). Returns True if any existed."""
         if self.is_committed(n):
             raise CrawlStateError(f"round {n} of {self.path} is committed; refusing to delete it.")
-        d = self.round_dir(n)
-        if FileSystems.exists(d) or _match(_join(d, "*")):
-            FileSystems.delete([d])
-            return True
-        return False
+        return delete_tree(self.round_dir(n))
 
-    def commit(self, n: int, report: dict, full_tables=(), delta_tables=()) -> None:
-        """Write report.json, then _COMMITTED with the manifest: the round exists from then on.
-        `delta_tables`: the LAYERED tables this round wrote as deltas (see the module doc)."""
-        manifest = {}
-        for table in SNAPSHOT_TABLES + DELTA_TABLES + REMOVED_TABLES:
-            files = sorted(_match(_join(self.table_dir(n, table), "*.parquet")))
-            manifest[table] = [posixpath.basename(f) for f in files]
+    # ---- the commit protocol (see the module doc) -----------------------------------------
+    @staticmethod
+    def new_attempt() -> str:
+        """A new id for one run of a round: its time and a random part (never reused)."""
+        return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}"
+
+    def parts_listing(self, n: int, attempt: str) -> str:
+        """Where attempt `attempt` of round n lists its tables' parts."""
+        return _join(self.round_dir(n), PARTS_LISTING.format(attempt=attempt))
+
+    def read_parts(self, n: int, attempt: str) -> dict:
+        """{table: [part names]} that attempt `attempt` of round n wrote and its pipeline
+        listed when it finished."""
+        path = self.parts_listing(n, attempt)
+        try:
+            return json.loads(_read_text(path))
+        except Exception as e:
+            raise CrawlStateError(f"{path}: round {n}'s pipeline ended without listing its parts "
+                                  f"({type(e).__name__}: {e}); run the round again.") from e
+
+    def commit(self, n: int, report: dict, parts: dict, full_tables=(), delta_tables=()) -> None:
+        """Write report.json, then _COMMITTED with the manifest of `parts` ({table: [file
+        names]}, as `read_parts` gives them): the round exists from then on, with exactly
+        those files. `delta_tables`: the LAYERED tables this round wrote as deltas."""
+        known = SNAPSHOT_TABLES + DELTA_TABLES + REMOVED_TABLES
+        unknown = sorted(set(parts) - set(known))
+        if unknown:
+            raise ValueError(f"round {n}: parts of unknown tables {unknown}")
+        manifest = {table: sorted(parts.get(table, [])) for table in known}
         warc, cdxj = self._warc_listing(n)
         _write_text(_join(self.round_dir(n), REPORT_JSON), json.dumps(report, indent=2, sort_keys=True))
+        faults.crash_point("commit")   # report.json written, _COMMITTED not (crash tests)
         _write_text(_join(self.round_dir(n), COMMITTED),
                     json.dumps({"round": n, "tables": manifest, "full": sorted(full_tables),
                                 "deltas": sorted(delta_tables),
@@ -200,6 +231,7 @@ class CrawlDir:
             if not set(names) <= set(done):
                 _write_text(marker, json.dumps({"tables": sorted(set(done) | set(names)), "keep": keep}))
             FileSystems.delete(files)
+            faults.crash_point("prune")   # one round's snapshots gone, the rest not (crash tests)
             pruned.append(n)
         return pruned
 

@@ -23,6 +23,7 @@ from pipelines.crawldir import DELTA_TABLES, CrawlDir
 from pipelines.round import round_config
 from pipelines.roundpipeline import budget_sizes, build_round, plan_round
 from pipelines.runner import run_pipeline
+from pipelines.sweep import sweep
 from pipelines.settings import ROUND_SETTINGS, UsageError, effective_round_settings
 from schemas import tables
 from transforms.urls import canonical as urls_mod
@@ -103,16 +104,20 @@ def run_inject(argv):
     if not existing or changes:
         crawl.write_config(dict(config, round_defaults=new_defaults))
     crawl.discard_uncommitted(round_no)
+    sweep(crawl, prev)
+    attempt = crawl.new_attempt()
     crawl.write_json(round_no, "options.json", settings)
     fleet.write_read_through(crawl, round_no, cfg.shard, fleet.read_through(crawl, prev))
-    run_pipeline(lambda p: build_round(p, crawl, cfg, plan, seeds=bundles, do_fetch=False),
+    run_pipeline(lambda p: build_round(p, crawl, cfg, plan, attempt, seeds=bundles, do_fetch=False),
                  cmd.beam_argv, eager_heap=budget_sizes(cfg.memory_mb)["eager_heap"])
     report = report_mod.round_report(crawl, round_no, prev, settings, now, time.time())
     report["injected"] = len(bundles[0]["dst"])
     report["forwarded_seeds"] = int(report["stats"].get("forwarded_urls", 0))   # other shards' hosts
     report["known_seeds"] = report["injected"] - report["new_urls"] - report["forwarded_seeds"]
     report["changed_defaults"] = [[flag, old, new] for flag, old, new in changes]
-    crawl.commit(round_no, report, full_tables=() if prev is not None else DELTA_TABLES)
+    crawl.commit(round_no, report, crawl.read_parts(round_no, attempt),
+                 full_tables=() if prev is not None else DELTA_TABLES)
+    sweep(crawl, round_no)
     return report
 
 

@@ -220,11 +220,14 @@ def main(argv=None):
                              "HTML page, images embedded).")
     parser.add_argument("--top", type=int, default=crawlsummary.TOP,
                         help=f"Hosts and content types listed (default: {crawlsummary.TOP}).")
-    args = cli.parse_flags(parser, argv)
-    if args is None:
+    try:
+        args, beam_argv = cli.parse_with_beam_flags(parser, argv)
+    except UsageError as e:
+        print(f"error: {cli.one_line(e)}", file=sys.stderr)
         return 2
     crawl = CrawlDir(args.crawl_dir)
     try:
+        cli.use_storage(args.crawl_dir, beam_argv)   # --s3_* flags (pipelines.storage)
         if args.top < 1:
             raise UsageError(f"--top {args.top}: must be at least 1")
         crawl.read_config()

@@ -3,7 +3,8 @@
     python -m pipelines.round --runner=DirectRunner --crawl_dir D [flags]
 
 The round reads only committed round N-1, writes everything under rounds/N/, and commits
-by writing report.json and then _COMMITTED. A crashed run leaves an uncommitted folder
+by writing report.json and then _COMMITTED, the manifest of the files this run listed
+(pipelines/crawldir.py: no rename, no listing). A crashed run leaves an uncommitted folder
 that the next run deletes before starting, so rerunning gives the same state. Every flag
 is checked, and the round is skipped when nothing is due, before anything is written.
 The pipeline itself is wired in pipelines.roundpipeline.
@@ -19,10 +20,11 @@ from pipelines import report as report_mod
 from pipelines.config import ConfigError, RoundConfig
 from pipelines.crawldir import CrawlDir, CrawlStateError
 from pipelines.frontierlayout import frontier_as_delta
-from pipelines.revisits import plan_revisits, write_compaction
+from pipelines.revisits import COMPACTED_FILE, plan_revisits, write_compaction
 from pipelines.roundpipeline import (build_round, budget_sizes, changed_refusal_settings, discard_spill,
                                     plan_round)
 from pipelines.runner import run_pipeline
+from pipelines.sweep import sweep
 from pipelines.settings import UsageError, effective_round_settings
 from transforms import faults
 from transforms.generate.select import due_mask
@@ -111,10 +113,12 @@ def next_round(cmd, out=print, noted=None):
         out(LOOPBACK_NOTE)
     if crawl.discard_uncommitted(round_no):
         LOG.warning("discarded the partial output of an interrupted run of round %d", round_no)
+    sweep(crawl, prev)   # what a run killed between its commit and its sweep left
     started = time.time()
+    attempt = crawl.new_attempt()
     crawl.write_json(round_no, "options.json", settings)
     fleet.write_read_through(crawl, round_no, cfg.shard, read_through)
-    result = run_pipeline(lambda p: build_round(p, crawl, cfg, plan, revisits=revisits, inbox=inbox,
+    result = run_pipeline(lambda p: build_round(p, crawl, cfg, plan, attempt, revisits=revisits, inbox=inbox,
                                                 frontier_delta=delta), cmd.beam_argv,
                           helpers=_uses_helpers(crawl, prev, cfg),
                           eager_heap=budget_sizes(cfg.memory_mb)["eager_heap"])
@@ -123,10 +127,14 @@ def next_round(cmd, out=print, noted=None):
     report["round_time"] = now          # the clock generate and the due tests ran at
     report["runtime_patches"] = list(result.runtime_patches)   # pipelines.patches it ran with
     faults.crash_point("before_commit")
+    parts = crawl.read_parts(round_no, attempt)   # what this run's pipeline wrote, and only that
     # incremental: the recrawl deltas compacted into this round's table when they grew;
     # the frontier written as a delta over the last full snapshot (frontierlayout)
-    crawl.commit(round_no, report, full_tables=write_compaction(crawl, round_no, revisits),
-                 delta_tables=("frontier",) if delta else ())
+    full = write_compaction(crawl, round_no, revisits)
+    if full:
+        parts["recrawl"] = parts.get("recrawl", []) + [COMPACTED_FILE]
+    crawl.commit(round_no, report, parts, full_tables=full, delta_tables=("frontier",) if delta else ())
+    sweep(crawl, round_no)   # failed bundles' parts, the listing: nothing a reader reads
     # old rounds' frontier/hosts/opic: only the last committed round's are ever read again
     crawl.prune_snapshots(int(settings.get("keep_snapshots") or 0))
     return report

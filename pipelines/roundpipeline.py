@@ -169,9 +169,10 @@ def _counts_after(old, merged, now, max_depth):
 _ROWS = ("frontier_rows",)   # not a host name: the row count travels with the host counts
 
 
-def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inbox=(),
+def build_round(p, crawl, cfg, plan, attempt, seeds=(), do_fetch=True, revisits=None, inbox=(),
                 frontier_delta=False):
-    """Wire round `cfg.round_no`'s pipeline onto `p`; its outputs go to rounds/N/.
+    """Wire round `cfg.round_no`'s pipeline onto `p`; its outputs go to rounds/N/, and the
+    list of its parts to `crawl.parts_listing(N, attempt)` (read by the round's commit).
 
     `cfg`: the round's RoundConfig; `plan`: plan_round's (files, rows) of the committed
     inputs; `seeds`: candidates bundles to inject; `do_fetch` False for an inject round;
@@ -181,7 +182,7 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
     files, rows = plan
     round_no, gen = cfg.round_no, cfg.generate
     out = lambda table: crawl.table_prefix(round_no, table)   # noqa: E731
-    written, schemas = [], {}   # every table's parts, renamed into place by one CommitTables
+    written, schemas = [], {}   # every table's parts, listed by one CommitTables
 
     def write(pcoll, label, table, schema, *args):
         schemas[out(table)] = schema
@@ -369,6 +370,7 @@ def build_round(p, crawl, cfg, plan, seeds=(), do_fetch=True, revisits=None, inb
     write(new_filtered, "WriteFiltered", "filtered", tables.FILTERED)
     write(edges, "WriteLinks", "links", tables.LINKS)
     write(new_hosts, "WriteHosts", "hosts", tables.HOSTS)
-    tuple(written) | "AllWritten" >> beam.Flatten() | "CommitTables" >> CommitTables(schemas)
+    (tuple(written) | "AllWritten" >> beam.Flatten()
+     | "CommitTables" >> CommitTables(schemas, crawl.parts_listing(round_no, attempt), attempt))
     (tuple(stats) | "AllStats" >> beam.Flatten()
      | "WriteStats" >> WriteStats(crawl.round_dir(round_no) + "/" + report_mod.STATS_JSON))

@@ -81,11 +81,12 @@ def render(record, headers_only=False, raw=False) -> bytes:
 
 
 def run_show(argv):
-    args = _parser().parse_args(argv)
+    args, beam_argv = cli.parse_with_beam_flags(_parser(), argv)
     url = args.url.strip()
     crawl = CrawlDir(args.crawl_dir or "")
     if not args.crawl_dir:
         raise UsageError("--crawl_dir is required (see `beamcrawl show --help`)")
+    cli.use_storage(args.crawl_dir, beam_argv)   # --s3_* flags (pipelines.storage)
     crawl.read_config()
     found = latest_capture(crawl, url)
     if found is None:

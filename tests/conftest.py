@@ -14,6 +14,8 @@ if "BEAMCRAWL_CACHE" not in os.environ:
     os.environ["BEAMCRAWL_CACHE"] = tempfile.mkdtemp(prefix="beamcrawl-test-cache-")
     atexit.register(shutil.rmtree, os.environ["BEAMCRAWL_CACHE"], True)
 
+from tests.s3server import s3_server  # noqa: E402,F401  (moto's S3 server on loopback, for s3:// crawls)
+
 
 def pytest_configure(config):
     ciskips.register(config)

@@ -149,7 +149,7 @@ def test_commit_lists_only_the_warc_files_of_committed_bundles_and_deletes_the_r
         (d / name).write_bytes(b"x")
     (d / "files.json").write_text(json.dumps([{"name": "beamcrawl-000001-aaa-00000.warc.gz", "bytes": 1}]))
     (d / "index.cdxj").write_text("")
-    c.commit(1, {})
+    c.commit(1, {}, {})
     assert c.manifest(1)["warc"] == ["beamcrawl-000001-aaa-00000.warc.gz"]
     assert c.warc_index(1) == str(d / "index.cdxj")
     assert sorted(p.name for p in d.glob("*.warc.gz")) == ["beamcrawl-000001-aaa-00000.warc.gz"]
@@ -162,7 +162,7 @@ def test_a_round_killed_before_its_commit_leaves_no_listed_warc_and_is_discarded
     (d / "beamcrawl-000002-ccc-00000.warc.gz").write_bytes(b"half")
     assert c.committed_rounds() == []
     assert c.discard_uncommitted(2) and not d.exists()
-    c.commit(2, {})   # a round without WARC (--store parquet): nothing listed, no index
+    c.commit(2, {}, {})   # a round without WARC (--store parquet): nothing listed, no index
     assert c.manifest(2)["warc"] == [] and c.warc_index(2) is None
 
 

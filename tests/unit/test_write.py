@@ -1,6 +1,8 @@
 """WriteTable + CommitTables: small upstream tables land in full row groups; write time is a
-metric; only completed bundles' parts become the table; an empty table still gets its file."""
+metric; only completed bundles' parts are listed; an empty table still gets its file."""
 import glob
+import json
+import os
 
 import apache_beam as beam
 import pyarrow as pa
@@ -24,7 +26,7 @@ def test_small_tables_are_buffered_into_row_groups_and_nothing_is_lost(tmp_path)
     p = beam.Pipeline(runner=FnApiRunner())
     parts = (p | beam.Create([_part(i * 30, 30) for i in range(10)], reshuffle=False)
              | write.WriteTable(prefix, tables.FILTERED, row_group_rows=100))
-    parts | write.CommitTables({prefix: tables.FILTERED})
+    parts | write.CommitTables({prefix: tables.FILTERED}, str(tmp_path / "parts.json"), "a1")
     result = p.run()
     result.wait_until_finish()
     files = glob.glob(str(tmp_path / "filtered" / "*.parquet"))
@@ -44,38 +46,41 @@ def _run(build):
     p.run().wait_until_finish()
 
 
-def test_one_commit_names_every_tables_parts_and_gives_an_empty_table_its_file(tmp_path):
+def test_one_commit_lists_every_tables_parts_and_gives_an_empty_table_its_file(tmp_path):
     a, b = str(tmp_path / "a" / "part"), str(tmp_path / "b" / "part")
+    listing = str(tmp_path / "parts.json")
 
     def build(p):
         rows = p | "Rows" >> beam.Create([_part(0, 5), _part(5, 5)], reshuffle=False)
         none = p | "None" >> beam.Create([], reshuffle=False)
         (rows | "A" >> write.WriteTable(a, tables.FILTERED),
          none | "B" >> write.WriteTable(b, tables.FILTERED)) | beam.Flatten() | write.CommitTables(
-            {a: tables.FILTERED, b: tables.FILTERED})
+            {a: tables.FILTERED, b: tables.FILTERED}, listing, "a1")
     _run(build)
-    a_files = sorted(glob.glob(str(tmp_path / "a" / "*")))
-    assert a_files and all(f.endswith(".parquet") and "-of-" in f for f in a_files)   # no temp dir left
-    assert sorted(pa.concat_tables([pq.read_table(f) for f in a_files]).column("fp").to_pylist()) == list(range(10))
-    b_files = glob.glob(str(tmp_path / "b" / "*"))
-    assert [f.rsplit("/", 1)[1] for f in b_files] == ["part-00000-of-00001.parquet"]
-    empty = pq.read_table(b_files[0])
+    listed = json.load(open(listing))
+    assert sorted(listed) == ["a", "b"]
+    assert sorted(listed["a"]) == sorted(os.listdir(tmp_path / "a"))   # final names: nothing renamed
+    assert sorted(pa.concat_tables([pq.read_table(tmp_path / "a" / f) for f in listed["a"]])
+                  .column("fp").to_pylist()) == list(range(10))
+    assert listed["b"] == ["part-empty-a1.parquet"] == os.listdir(tmp_path / "b")
+    empty = pq.read_table(tmp_path / "b" / listed["b"][0])
     assert empty.num_rows == 0 and empty.schema.equals(tables.FILTERED)
 
 
-def test_a_part_left_by_a_failed_bundle_never_becomes_part_of_the_table(tmp_path):
+def test_a_part_left_by_a_failed_bundle_is_never_listed(tmp_path):
     prefix = str(tmp_path / "t" / "part")
-    stray = write.temp_dir(prefix) + "/left-by-a-killed-attempt.parquet"
-    (tmp_path / "t" / "_temporary-part").mkdir(parents=True)
+    listing = str(tmp_path / "parts.json")
+    stray = write.part_path(prefix, "left-by-a-killed-attempt")
+    (tmp_path / "t").mkdir(parents=True)
     pq.write_table(_part(1000, 3), stray)
 
     def build(p):
         (p | beam.Create([_part(0, 4)], reshuffle=False)
-         | write.WriteTable(prefix, tables.FILTERED)) | write.CommitTables({prefix: tables.FILTERED})
+         | write.WriteTable(prefix, tables.FILTERED)) | write.CommitTables({prefix: tables.FILTERED}, listing, "a1")
     _run(build)
-    files = glob.glob(str(tmp_path / "t" / "*"))
-    got = pa.concat_tables([pq.read_table(f) for f in files])
-    assert sorted(got.column("fp").to_pylist()) == [0, 1, 2, 3]
+    [name] = json.load(open(listing))["t"]
+    assert name != os.path.basename(stray)
+    assert sorted(pq.read_table(tmp_path / "t" / name).column("fp").to_pylist()) == [0, 1, 2, 3]
 
 
 def test_hash_columns_are_written_without_a_dictionary_and_the_rest_with_one(tmp_path):
@@ -88,7 +93,8 @@ def test_hash_columns_are_written_without_a_dictionary_and_the_rest_with_one(tmp
     table = table.set_column(tables.VISITED.get_field_index("host"), "host",
                              pa.array(["a.test"] * n, pa.string()))
     _run(lambda p: p | beam.Create([table], reshuffle=False)
-         | write.WriteTable(prefix, tables.VISITED) | write.CommitTables({prefix: tables.VISITED}))
+         | write.WriteTable(prefix, tables.VISITED)
+         | write.CommitTables({prefix: tables.VISITED}, str(tmp_path / "parts.json"), "a1"))
     [path] = glob.glob(str(tmp_path / "visited" / "*.parquet"))
     meta = pq.ParquetFile(path).metadata.row_group(0)
     encodings = {meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)}

@@ -136,8 +136,32 @@ class OpenPart:
         self.path, self.handle, self.writer, self.pending, self.rows, self.written = path, handle, writer, [], 0, 0
 
 
-def temp_dir(prefix):
-    """Where a table's parts wait for `CommitTables`: beside its files, under a name no
-    reader's `*.parquet` listing of the table's folder matches."""
-    head, _, tail = prefix.rpartition("/")
-    return f"{head}/_temporary-{tail}"
+def part_path(prefix, name):
+    """A table part's object: `prefix`-`name`.parquet, under its final name from the start.
+    Nothing is ever renamed (a rename on object storage is a copy and a delete, not atomic):
+    a part counts once a round's manifest lists it (`pipelines.crawldir`)."""
+    return f"{prefix}-{name}.parquet"
+
+
+def list_tree(path):
+    """Every file (object) under the folder `path`, at any depth: [] when there is none.
+    On object storage a folder is only a prefix of object names: listing is the only way
+    to find what lies under it."""
+    pattern = path.rstrip("/") + "/**"
+    try:
+        return [m.path for m in FileSystems.match([pattern])[0].metadata_list]
+    except Exception:   # BeamIOError when nothing matches on some filesystems
+        return []
+
+
+def delete_tree(path) -> bool:
+    """Delete the folder `path` and everything under it; True if there was anything.
+    Object by object from a listing: Beam's S3 `delete` of a folder without a trailing
+    slash deletes nothing (Beam 2.77), and no filesystem is asked to delete a prefix."""
+    files = list_tree(path)
+    if files:
+        FileSystems.delete(files)
+    if FileSystems.get_scheme(path) is None and FileSystems.exists(path):
+        FileSystems.delete([path])   # the (now empty) local folders
+        return True
+    return bool(files)

@@ -28,6 +28,7 @@ import struct
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
+from transforms.tableio.files import delete_tree
 from transforms.tableio.pickled import Pickled, encode
 
 MAGIC = b"BCSPILL3"
@@ -138,8 +139,4 @@ def _damaged(path, e):
 
 def discard(round_dir: str) -> bool:
     """Delete a round's spill directory (after its pipeline finished); True if there was one."""
-    d = round_dir.rstrip("/") + "/" + DIRNAME
-    if not FileSystems.exists(d):
-        return False
-    FileSystems.delete([d])
-    return True
+    return delete_tree(round_dir.rstrip("/") + "/" + DIRNAME)

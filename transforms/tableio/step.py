@@ -8,13 +8,16 @@ table's position `(path, row_group)`, so a later step can go back for more colum
 only the row groups it needs (`read_row_group`). Files are opened through Beam's
 `FileSystems`, so gs://, s3:// and hdfs:// crawl directories work as local ones.
 
-Writing: `WriteTable` writes Arrow tables as temporary Parquet parts (one per bundle,
-small upstream tables buffered into large row groups) and `CommitTables` renames every
-table's parts in one step; `WriteStats` sums the round's counter dicts into one JSON file.
+Writing: `WriteTable` writes Arrow tables as Parquet parts under their final names (one
+per bundle, small upstream tables buffered into large row groups) and `CommitTables` lists
+the parts of the bundles that completed, every table's in one listing object that the
+round's commit turns into its manifest (pipelines/crawldir.py: no part is ever renamed);
+`WriteStats` sums the round's counter dicts into one JSON file.
 Tables cross stages as Arrow IPC (`coder.ArrowTableCoder`, registered on import).
 """
 
 import json
+import posixpath
 import time
 import uuid
 
@@ -30,7 +33,8 @@ from schemas import tables
 from transforms.tableio import spill
 from transforms.tableio import coder  # noqa: F401 - registers ArrowTableCoder for pa.Table
 from transforms.tableio.dictionary import dictionary_columns
-from transforms.tableio.files import OpenPart, _subschema, read_row_groups, temp_dir
+from transforms import faults
+from transforms.tableio.files import OpenPart, _subschema, part_path, read_row_groups
 from transforms.tableio.globalwindow import in_global_window
 from transforms.tableio.layers import DeltaIndex, layer_key_groups
 
@@ -147,13 +151,14 @@ class RowsToTables(beam.PTransform):
 
 
 class _WriteParts(beam.DoFn):
-    """Arrow tables -> one temporary Parquet part per bundle, in row groups of about
-    `row_group_rows` rows; yields (prefix, part path, rows) when the bundle ends.
+    """Arrow tables -> one Parquet part per bundle, in row groups of about `row_group_rows`
+    rows; yields (prefix, part path, rows) when the bundle ends.
 
     Upstream tables are often small (a URL-seen bucket, a batch of pages); written one row
     group each they would make files slow to read and badly compressed, so tables are
     buffered up to a row group. Only parts of bundles that completed reach `CommitTables`,
-    so a retried bundle's leftover part is never renamed into the table.
+    so a failed or retried bundle's part is never listed: it lies unread beside the table
+    until the round's commit sweeps it away.
     """
 
     def __init__(self, prefix, schema, codec, row_group_rows):
@@ -185,7 +190,7 @@ class _WriteParts(beam.DoFn):
         if table.num_rows == 0:
             return
         if self._part is None:
-            path = f"{temp_dir(self.prefix)}/{uuid.uuid4().hex}.parquet"
+            path = part_path(self.prefix, uuid.uuid4().hex)
             handle = FileSystems.create(path, mime_type="application/x-parquet",
                                         compression_type=CompressionTypes.UNCOMPRESSED)
             self._part = OpenPart(path, handle, pq.ParquetWriter(
@@ -205,12 +210,13 @@ class _WriteParts(beam.DoFn):
         f.writer.close()
         f.handle.close()
         self._micros.update(int((time.perf_counter() - started) * 1e6))
+        faults.crash_point("write_part")   # a part written, its bundle not done (crash tests)
         yield in_global_window((self.prefix, f.path, f.written))
 
 
 class WriteTable(beam.PTransform):
-    """Arrow tables -> temporary Parquet parts of the table at `prefix`; gives the parts as
-    (prefix, path, rows), which `CommitTables` renames into prefix-SSSSS-of-NNNNN.parquet."""
+    """Arrow tables -> Parquet parts `prefix`-<id>.parquet of the table at `prefix`; gives
+    the parts as (prefix, path, rows), which `CommitTables` lists."""
 
     def __init__(self, prefix, schema, row_group_rows=ROW_GROUP_ROWS):
         super().__init__()
@@ -221,51 +227,55 @@ class WriteTable(beam.PTransform):
                                                            self.row_group_rows))
 
 
-class _Commit(beam.DoFn):
-    """Every table's parts -> its files; a table without parts gets one empty file, so each
-    table the round writes exists. Renames are idempotent: a retried commit skips the parts
-    it already moved."""
+def table_of(prefix):
+    """The table a part prefix belongs to: rounds/N/<table>/<name> -> <table>."""
+    return posixpath.basename(posixpath.dirname(prefix))
 
-    def __init__(self, schemas):
-        self.schemas = dict(schemas)
+
+class _ListParts(beam.DoFn):
+    """Every table's parts -> one listing object {table: [part names]}: the parts of the
+    bundles that completed, and nothing else. A table without parts gets one empty file, so
+    each table the round writes exists. Idempotent: a retried commit writes the same
+    listing (and the same empty files)."""
+
+    def __init__(self, schemas, listing, attempt):
+        self.schemas, self.listing, self.attempt = dict(schemas), listing, attempt
 
     def process(self, keyed):
         parts = {prefix: [] for prefix in self.schemas}
         for part in keyed[1]:
             if part is not None:
                 parts[part[0]].append(part[1])
+        listed = {}
         for prefix, paths in sorted(parts.items()):
-            paths = sorted(paths)
-            n = max(1, len(paths))
-            final = [f"{prefix}-{i:05d}-of-{n:05d}.parquet" for i in range(n)]
             if not paths:
-                with FileSystems.create(final[0], mime_type="application/x-parquet") as f:
+                paths = [part_path(prefix, f"empty-{self.attempt}")]
+                with FileSystems.create(paths[0], mime_type="application/x-parquet") as f:
                     pq.write_table(self.schemas[prefix].empty_table(), f, compression=PARQUET_CODEC)
-            else:
-                moves = [(s, d) for s, d in zip(paths, final) if FileSystems.exists(s)]
-                if moves:
-                    FileSystems.rename([s for s, _ in moves], [d for _, d in moves])
-            if FileSystems.exists(temp_dir(prefix)):
-                FileSystems.delete([temp_dir(prefix)])
-            yield prefix, len(paths)
+            listed.setdefault(table_of(prefix), []).extend(posixpath.basename(p) for p in sorted(paths))
+        with FileSystems.create(self.listing, mime_type="application/json") as f:
+            f.write(json.dumps(listed, indent=1, sort_keys=True).encode("utf-8"))
+        yield self.listing
 
 
 class CommitTables(beam.PTransform):
-    """The round's written parts (`WriteTable` outputs, flattened) -> the tables' files, in
-    one step for all tables: Beam's file sink costs four stages per table, a fixed cost every
-    round pays (issue #12: start-up + commit of a small round). `schemas`: {prefix: schema}
-    of every table written, so a table that got no rows still gets its (empty) file."""
+    """The round's written parts (`WriteTable` outputs, flattened) -> one listing object at
+    `listing` naming every table's parts (the round's commit reads it: pipelines/crawldir.py),
+    in one step for all tables: Beam's file sink costs four stages per table, a fixed cost
+    every round pays (issue #12: start-up + commit of a small round). `schemas`: {prefix:
+    schema} of every table written, so a table that got no rows still gets its (empty) file;
+    `attempt` names that file, so a rerun of the round never lists an older run's."""
 
-    def __init__(self, schemas):
+    def __init__(self, schemas, listing, attempt):
         super().__init__()
-        self.schemas = dict(schemas)
+        self.schemas, self.listing, self.attempt = dict(schemas), listing, attempt
 
     def expand(self, parts):
         always = parts.pipeline | "Always" >> beam.Create([None], reshuffle=False)
         return ((always, parts) | "AllParts" >> beam.Flatten()
                 | "OneKey" >> beam.Map(lambda part: (0, part))
                 | "Group" >> beam.GroupByKey()
-                | "Rename" >> beam.ParDo(_Commit(self.schemas)))
+                | "List" >> beam.ParDo(_ListParts(self.schemas, self.listing, self.attempt)))
 
 
 def sum_dicts(dicts):
