@@ -180,12 +180,20 @@ def _refuse_other_commands_flag(command, arg):
             raise UsageError(f"{name} is a flag of `beamcrawl {other}`, not of `beamcrawl {command}`")
 
 
+BEAM_DASK_RUNNER = "apache_beam.runners.dask.dask_runner.DaskRunner"
+
+
 def _import_runner(rest):
-    """A runner given by module path (`--runner apache_beam.runners.dask.dask_runner.DaskRunner`)
-    defines its options (--dask_client_address) in its module: import it so they are known."""
+    """A runner given by module path (`--runner pipelines.daskrunner.DaskRunner`) defines its
+    options (--dask_client_address) in its module: import it so they are known. Beam's own
+    DaskRunner is refused (its bugs would commit a wrong round)."""
     for i, arg in enumerate(rest):
         value = (arg.split("=", 1)[1] if arg.startswith("--runner=") else
                  rest[i + 1] if arg == "--runner" and i + 1 < len(rest) else None)
+        if value and (value.lower() in ("dask", "daskrunner") or value == BEAM_DASK_RUNNER):
+            raise UsageError(f"--runner {value}: Beam 2.77's own DaskRunner loses outputs and recomputes "
+                             f"side inputs (docs/beam-dask-bugs.md); use --runner "
+                             f"pipelines.daskrunner.DaskRunner")
         if value and "." in value:
             module = value.rsplit(".", 1)[0]
             try:

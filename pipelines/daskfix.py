@@ -1,33 +1,33 @@
-"""Two translation bugs of Beam 2.77's DaskRunner, corrected in the launcher (issue #15).
+"""Beam 2.77's DaskRunner translation, corrected: six bugs (docs/beam-dask-bugs.md).
 
 `apache_beam.runners.dask.dask_runner.DaskRunner` turns each Beam primitive into a dask bag
-and submits the graph to a `dask.distributed` cluster. As shipped (2.77) it gets three things
-wrong that any real pipeline meets, the round among them:
+and submits the graph to a `dask.distributed` cluster. As shipped (2.77) it gets six things
+wrong that a real pipeline meets, the round among them; `translate` here builds the graph
+without them, and `pipelines.daskrunner.DaskRunner` (the runner a user names with
+`--runner`) submits it:
 
-1. Multi-output ParDos: the main output and every tagged output land in ONE bag, and every
-   consumer of any of the outputs reads that bag (bags are keyed by the producing
-   transform, not by the output PCollection). A consumer of a `stats` output gets the
-   pa.Tables of the main output too: "a pa.Table element arrives as a dict" (issue #15).
+1. Multi-output ParDos: every output lands in ONE bag (bags are keyed by the producing
+   transform), so a consumer of a tagged output gets the main output's elements too.
    Here each output PCollection gets its own bag, filtered by tag.
-2. Only the LAST transform's bag is computed (`dask.optimize(list(bags.values())[-1])`);
-   every branch that does not lead to it never runs. Beam's file sinks finalise in a
-   branch of their own, hence "WriteToText left non-empty temp files and an empty final
-   file". Here every leaf (an output nobody consumes) is computed, in one graph, so shared
-   upstream work runs once.
-3. Side inputs are computed by `bag.compute()` INSIDE the consuming task, which recomputes
-   the side input's whole upstream graph there: upstream side effects (fetching pages!)
-   would run twice. Here a side input is a dependency of the task in the same graph
-   (`to_delayed(optimize_graph=False)`: the same keys, so dask computes it once).
+2. Only the LAST transform's bag is computed: every branch that does not lead to it never
+   runs (file sinks' finalisation, the round's other tables). Here every leaf is computed,
+   in one graph, so shared upstream work runs once.
+3. Side inputs are computed by iterating a bag INSIDE the consuming task, which recomputes
+   the side input's whole upstream graph there (fetching pages again). Here a side input is
+   a dependency of the task in the same graph (the same keys: dask computes it once).
+4. A DoFn's side-input arguments are the `AsSingleton`/`AsList` objects themselves
+   (`raw_side_inputs`), not their values. Here the ParDo's placeholders are passed.
+5. Outputs of `finish_bundle` are dropped (the results are taken before it runs). Here
+   they are taken after it.
+6. One output receiver is shared by every partition of a ParDo, so a task's results hold
+   those of the partitions that ran before it in the same worker. Here each partition has
+   its own.
 
-`install()` replaces `DaskRunner.run_pipeline` in this (launcher) process only; the workers
-run the tasks the launcher submits and need no change. The round is the same pipeline on
-every runner: this is the runner's translation, not a Dask code path in the round. Metrics
-are still unsupported by the DaskRunner (the report then has no `write` time split).
+The round is the same pipeline on every runner: this is the runner's translation, not a
+Dask code path in the round. Metrics are still unsupported by the DaskRunner (the report
+then has no `write` time split).
 """
 import dataclasses
-
-_installed = False
-
 
 def _windowed(item, window_fn):
     from apache_beam.runners.dask.transform_evaluator import get_windowed_value
@@ -49,9 +49,12 @@ class _SideValues:
             yield _windowed(v, self.window_fn)
 
 
-def _apply_dofn(items, fn, label, window_fn, args, kwargs, side_specs, *side_values):
+def _apply_dofn(items, fn, label, window_fn, args, kwargs, side_specs, options, *side_values):
     """One bag partition through the DoFn (Beam's apply_dofn_to_bundle, with side inputs
-    given as computed values)."""
+    given as computed values and a receiver of its own), in a worker whose filesystems get
+    the pipeline's options first (s3:// endpoint and keys: pipelines.storage)."""
+    from pipelines import storage
+    storage.use(options)
     from apache_beam.runners.common import DoFnContext, DoFnInvoker, DoFnSignature, _OutputHandler
     from apache_beam.runners.dask.transform_evaluator import OneReceiver
     from apache_beam.transforms.core import DoFn
@@ -94,7 +97,7 @@ def _count(partition):
     return [sum(1 for _ in partition)]
 
 
-def _pardo_bag(node, input_bag, side_bags):
+def _pardo_bag(node, input_bag, side_bags, options):
     import dask
     transform = node.transform
     # side inputs in the args as Beam's placeholders (raw_side_inputs would hand the DoFn the
@@ -105,11 +108,13 @@ def _pardo_bag(node, input_bag, side_bags):
     side_specs = [(type(si), si._view_options(), si._window_mapping_fn) for si in node.side_inputs]
     side_values = [dask.delayed(_concat)(*bag.to_delayed(optimize_graph=False)) for bag in side_bags]
     return input_bag.map(_windowed, window_fn).map_partitions(
-        _apply_dofn, transform.fn, transform.label, window_fn, list(args), kwargs, side_specs, *side_values)
+        _apply_dofn, transform.fn, transform.label, window_fn, list(args), kwargs, side_specs, options,
+        *side_values)
 
 
-def _translate(pipeline, bag_kwargs):
-    """{output PCollection: dask bag} of every primitive, and the leaf bags."""
+def translate(pipeline, bag_kwargs, options):
+    """{output PCollection: dask bag} of every primitive, and the leaf bags (the outputs
+    nobody consumes: each must be computed). `options`: the pipeline's, for the workers."""
     from apache_beam import pvalue
     from apache_beam.pipeline import PipelineVisitor
     from apache_beam.runners.dask.transform_evaluator import TRANSLATIONS, Flatten, NoOp, ParDo
@@ -132,7 +137,7 @@ def _translate(pipeline, bag_kwargs):
                 consumed.add(si.pvalue)
             single = inputs[0] if len(inputs) == 1 and not isinstance(op, Flatten) else inputs
             if isinstance(op, ParDo):
-                bag = _pardo_bag(node, single, side_bags)
+                bag = _pardo_bag(node, single, side_bags, options)
             else:
                 bag = op.apply(input_bag=single if inputs else None, side_inputs=None)
             outputs = node.outputs
@@ -153,27 +158,3 @@ class _TagIs:
 
     def __call__(self, v):
         return _has_tag(self.tag, v)
-
-
-def _run_pipeline(self, pipeline, options):
-    import dask.distributed as ddist
-    from apache_beam.runners.dask.dask_runner import DaskOptions, DaskRunnerResult
-    from apache_beam.runners.dask.overrides import dask_overrides
-    dask_options = options.view_as(DaskOptions).get_all_options(drop_default=True, current_only=True)
-    bag_kwargs = DaskOptions._extract_bag_kwargs(dask_options)
-    client = ddist.Client(**dask_options)
-    pipeline.replace_all(dask_overrides())
-    _, leaves = _translate(pipeline, bag_kwargs)
-    counts = [leaf.map_partitions(_count) for leaf in leaves]   # run every branch; fetch no data
-    futures = client.compute(counts, optimize_graph=False)
-    return DaskRunnerResult(client, futures)
-
-
-def install():
-    """Correct DaskRunner.run_pipeline in this process (idempotent)."""
-    global _installed
-    if _installed:
-        return
-    from apache_beam.runners.dask import dask_runner
-    dask_runner.DaskRunner.run_pipeline = _run_pipeline
-    _installed = True

@@ -158,9 +158,6 @@ def run_pipeline(builder, argv, helpers=False, eager_heap=False):
             lean_allocators(eager_heap)
         if "gc_freeze" not in off:
             freeze_survivors()
-    if "DaskRunner" in str(options.view_as(StandardOptions).runner):
-        from pipelines import daskfix
-        daskfix.install()   # Beam 2.77's DaskRunner translation bugs (see daskfix)
     trim = EAGER_TRIM_FREE_MB if eager_heap else TRIM_FREE_MB
     context = patches.Context(in_process=runner is not None,
                               workers_here=workers_in_this_process(options, runner),

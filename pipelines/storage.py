@@ -22,10 +22,11 @@ ENV_FLAGS = "BEAMCRAWL_STORAGE_FLAGS"   # Beam flags for notebooks and scripts (
 
 
 def use(beam_argv=()):
-    """Beam's PipelineOptions of `beam_argv`, set as this process's filesystem options."""
+    """Beam's PipelineOptions of `beam_argv` (flags, or PipelineOptions as they are), set as
+    this process's filesystem options."""
     from apache_beam.io.filesystems import FileSystems
     from apache_beam.options.pipeline_options import PipelineOptions
-    options = PipelineOptions(list(beam_argv))
+    options = beam_argv if isinstance(beam_argv, PipelineOptions) else PipelineOptions(list(beam_argv))
     FileSystems.set_options(options)
     s3clients.install()
     return options

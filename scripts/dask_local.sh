@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run beamcrawl rounds on a real dask.distributed cluster on this machine (issue #15):
 # a scheduler and two worker processes on 127.0.0.1, started with dask's own commands,
-# the rounds submitted with Beam's DaskRunner, the cluster stopped when they end (or fail).
+# the rounds submitted with pipelines.daskrunner.DaskRunner, the cluster stopped when they end (or fail).
 #
 #   scripts/dask_local.sh crawl --crawl_dir D --rounds 3 [round flags]
 #   scripts/dask_local.sh round --crawl_dir D [round flags]
@@ -58,5 +58,5 @@ with Client(sys.argv[1], timeout=60) as c:
     c.wait_for_workers(int(sys.argv[2]), timeout=60)
 PYEOF
 echo "dask_local: scheduler $ADDR, ${DASK_WORKERS:-2} workers" >&2
-"$PY" -m "pipelines.$CMD" "$@" --runner apache_beam.runners.dask.dask_runner.DaskRunner \
+"$PY" -m "pipelines.$CMD" "$@" --runner pipelines.daskrunner.DaskRunner \
   --dask_client_address "$ADDR"

@@ -1,0 +1,31 @@
+"""A DaskRunner a user names with `--runner pipelines.daskrunner.DaskRunner`.
+
+Beam 2.77's `DaskRunner` runs a pipeline's dask graph on a `dask.distributed` cluster
+(`--dask_client_address tcp://HOST:PORT`), but translates six things wrongly
+(pipelines/daskfix.py, docs/beam-dask-bugs.md). This subclass submits the corrected
+translation instead, and hands every worker task the pipeline's options, so that a worker's
+filesystems reach the crawl directory (s3:// endpoint and keys) without any setup of its
+own. Beam's class is not changed: a pipeline named with Beam's runner gets Beam's.
+"""
+from apache_beam.runners.dask.dask_runner import DaskOptions, DaskRunnerResult
+from apache_beam.runners.dask.dask_runner import DaskRunner as BeamDaskRunner
+
+from pipelines import daskfix
+
+NAME = "pipelines.daskrunner.DaskRunner"   # what --runner takes
+
+
+class DaskRunner(BeamDaskRunner):
+    """Beam's DaskRunner with the translation of pipelines.daskfix."""
+
+    def run_pipeline(self, pipeline, options):
+        import dask.distributed as ddist
+        from apache_beam.runners.dask.overrides import dask_overrides
+        dask_options = options.view_as(DaskOptions).get_all_options(drop_default=True, current_only=True)
+        bag_kwargs = DaskOptions._extract_bag_kwargs(dask_options)
+        client = ddist.Client(**dask_options)
+        pipeline.replace_all(dask_overrides())
+        _, leaves = daskfix.translate(pipeline, bag_kwargs, options)
+        counts = [leaf.map_partitions(daskfix._count) for leaf in leaves]   # every branch; no data back
+        futures = client.compute(counts, optimize_graph=False)
+        return DaskRunnerResult(client, futures)
