@@ -23,11 +23,20 @@ without them, and `pipelines.daskrunner.DaskRunner` (the runner a user names wit
    those of the partitions that ran before it in the same worker. Here each partition has
    its own.
 
+Beyond the bugs, the number of tasks: Beam's translation keeps every partition a Flatten
+concatenates and shuffles each GroupByKey over all of them, so a round of a few pages was
+~7 000 dask tasks (each scheduled, pickled and sent apart), 180 s of a 185 s round. Here a
+PCollection has at most `partitions` partitions (the cluster's worker threads, or
+`--dask_npartitions`): a Flatten's result is repartitioned down to it, and a GroupByKey
+shuffles into exactly that many (so a step after it, e.g. the fetch, has work for every
+worker).
+
 The round is the same pipeline on every runner: this is the runner's translation, not a
 Dask code path in the round. Metrics are still unsupported by the DaskRunner (the report
 then has no `write` time split).
 """
 import dataclasses
+import re
 
 def _windowed(item, window_fn):
     from apache_beam.runners.dask.transform_evaluator import get_windowed_value
@@ -109,15 +118,45 @@ def _pardo_bag(node, input_bag, side_bags, options):
     side_values = [dask.delayed(_concat)(*bag.to_delayed(optimize_graph=False)) for bag in side_bags]
     return input_bag.map(_windowed, window_fn).map_partitions(
         _apply_dofn, transform.fn, transform.label, window_fn, list(args), kwargs, side_specs, options,
-        *side_values)
+        *side_values, token=task_name(node.full_label))
 
 
-def translate(pipeline, bag_kwargs, options):
+def task_name(label):
+    """A dask task-group name for a Beam step (the scheduler's task stream and dashboard group
+    tasks by it: where a round's time goes), e.g. 'Fetch/Fetch' -> 'Fetch.Fetch'."""
+    return re.sub(r"[^A-Za-z0-9_.]+", ".", label).strip(".") or "ParDo"
+
+
+def _key(item):
+    return item[0]
+
+
+def _grouped_values(item):
+    from apache_beam.runners.dask.transform_evaluator import defenestrate
+    k, v = item
+    return k, [defenestrate(elm[1]) for elm in v]
+
+
+def _group_by_key(bag, partitions):
+    """Beam's GroupByKey as a task shuffle into `partitions` partitions."""
+    if bag.npartitions != partitions:
+        bag = bag.repartition(partitions)
+    return bag.groupby(_key, shuffle="tasks").map(_grouped_values)
+
+
+def _flatten(bags, partitions):
+    import dask.bag as db
+    bag = db.concat(bags)
+    return bag.repartition(partitions) if bag.npartitions > partitions else bag
+
+
+def translate(pipeline, bag_kwargs, options, partitions=None):
     """{output PCollection: dask bag} of every primitive, and the leaf bags (the outputs
-    nobody consumes: each must be computed). `options`: the pipeline's, for the workers."""
+    nobody consumes: each must be computed). `options`: the pipeline's, for the workers;
+    `partitions`: the most partitions a PCollection gets (None: as Beam's translation)."""
     from apache_beam import pvalue
     from apache_beam.pipeline import PipelineVisitor
-    from apache_beam.runners.dask.transform_evaluator import TRANSLATIONS, Flatten, NoOp, ParDo
+    from apache_beam.runners.dask.transform_evaluator import TRANSLATIONS, Flatten, GroupByKey, NoOp, ParDo
 
     bags, consumed = {}, set()
 
@@ -138,6 +177,10 @@ def translate(pipeline, bag_kwargs, options):
             single = inputs[0] if len(inputs) == 1 and not isinstance(op, Flatten) else inputs
             if isinstance(op, ParDo):
                 bag = _pardo_bag(node, single, side_bags, options)
+            elif partitions and isinstance(op, GroupByKey):
+                bag = _group_by_key(single, partitions)
+            elif partitions and isinstance(op, Flatten):
+                bag = _flatten(single, partitions)
             else:
                 bag = op.apply(input_bag=single if inputs else None, side_inputs=None)
             outputs = node.outputs

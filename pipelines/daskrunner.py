@@ -5,7 +5,9 @@ Beam 2.77's `DaskRunner` runs a pipeline's dask graph on a `dask.distributed` cl
 (pipelines/daskfix.py, docs/beam-dask-bugs.md). This subclass submits the corrected
 translation instead, and hands every worker task the pipeline's options, so that a worker's
 filesystems reach the crawl directory (s3:// endpoint and keys) without any setup of its
-own. Beam's class is not changed: a pipeline named with Beam's runner gets Beam's.
+own. A PCollection gets at most one partition per worker thread of the cluster (or
+`--dask_npartitions`): daskfix. Beam's class is not changed: a pipeline named with Beam's
+runner gets Beam's.
 """
 from apache_beam.runners.dask.dask_runner import DaskOptions, DaskRunnerResult
 from apache_beam.runners.dask.dask_runner import DaskRunner as BeamDaskRunner
@@ -25,7 +27,8 @@ class DaskRunner(BeamDaskRunner):
         bag_kwargs = DaskOptions._extract_bag_kwargs(dask_options)
         client = ddist.Client(**dask_options)
         pipeline.replace_all(dask_overrides())
-        _, leaves = daskfix.translate(pipeline, bag_kwargs, options)
+        partitions = bag_kwargs.get("npartitions") or max(1, sum(client.nthreads().values()))
+        _, leaves = daskfix.translate(pipeline, bag_kwargs, options, partitions)
         counts = [leaf.map_partitions(daskfix._count) for leaf in leaves]   # every branch; no data back
         futures = client.compute(counts, optimize_graph=False)
         return DaskRunnerResult(client, futures)

@@ -158,3 +158,21 @@ def test_a_round_on_beams_own_dask_runner_is_refused_with_one_line(tmp_path, cap
         err = capsys.readouterr().err
         assert err.startswith("error: --runner") and "pipelines.daskrunner.DaskRunner" in err
         assert err.count("\n") == 1
+
+
+def test_a_pcollection_has_at_most_the_partitions_the_cluster_runs_at_once():
+    """Beam's translation keeps every partition a Flatten concatenates and shuffles each
+    GroupByKey over all of them (a round was ~7 000 dask tasks); ours bounds them, and the
+    grouping is the same."""
+    from apache_beam.runners.dask.overrides import dask_overrides
+
+    from pipelines import daskfix
+    p = beam.Pipeline(options=PipelineOptions([]))
+    parts = [p | f"C{i}" >> beam.Create([(i % 3, i)]) for i in range(10)]
+    flat = parts | beam.Flatten()
+    grouped = flat | beam.GroupByKey()
+    p.replace_all(dask_overrides())
+    bags, _ = daskfix.translate(p, {}, p.options, partitions=2)
+    assert bags[flat].npartitions == 2 and bags[grouped].npartitions == 2
+    got = sorted((k, sorted(v)) for k, v in bags[grouped].compute(scheduler="sync"))
+    assert got == [(0, [0, 3, 6, 9]), (1, [1, 4, 7]), (2, [2, 5, 8])]
