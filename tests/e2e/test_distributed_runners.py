@@ -1,8 +1,9 @@
 """The same rounds on real distributed engines reach the in-process runner's state (issue #15).
 
 - Dask: a `dask.distributed` cluster (scheduler + two worker processes on 127.0.0.1, started
-  by `dask scheduler` / `dask worker`) running Beam's DaskRunner, through
-  scripts/dask_local.sh, the script a user runs.
+  by `dask scheduler` / `dask worker`) running pipelines.daskrunner.DaskRunner, through
+  scripts/dask_local.sh, the script a user runs (the S3 cluster crawl and the worker-kill
+  test: test_dask_cluster.py).
 - Beam's Fn API with separate SDK workers: the PortableRunner with `--environment_type
   EXTERNAL` against `python -m apache_beam.runners.worker.worker_pool_main` (what Flink,
   Spark and Dataflow workers run).
