@@ -75,5 +75,19 @@ def install():
             self._download_stream = None
             self._download_pos = 0
 
+        def complete_multipart_upload(self, request):
+            """An empty file (e.g. a round's index.cdxj when it archived nothing) has no part,
+            and S3 refuses to complete an upload of none (MalformedXML): Beam's writer then
+            fails the round. It is stored with one PUT of no bytes instead."""
+            if request.parts:
+                return super().complete_multipart_upload(request)
+            from apache_beam.io.aws.clients.s3 import messages
+            try:
+                self.client.put_object(Bucket=request.bucket, Key=request.object, Body=b"")
+                self.client.abort_multipart_upload(Bucket=request.bucket, Key=request.object,
+                                                   UploadId=request.upload_id)
+            except Exception as e:
+                raise messages.S3ClientError(str(e), boto3_client.get_http_error_code(e))
+
     SharedClient.__name__ = SharedClient.__qualname__ = "Client"
     boto3_client.Client = SharedClient

@@ -32,6 +32,7 @@ class S3Server:
 
     def __init__(self, workdir, buckets=(BUCKET,)):
         self.address_file = Path(workdir) / "s3-address"
+        self.address_file.unlink(missing_ok=True)   # a killed server's: not this one's address
         self.log = open(Path(workdir) / "s3server.log", "wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.s3server", "--address_file", str(self.address_file),

@@ -150,3 +150,13 @@ def test_the_overview_notebook_reads_an_s3_crawl(s3_crawl, s3_server):
     assert f"{s3_crawl}: rounds 0..{ROUNDS}" in text
     assert len(outputs(nb, "image/png")) >= 6
 
+
+
+def test_an_empty_file_is_written_on_s3(s3_server):
+    """A round that archives nothing writes an empty index.cdxj; Beam's S3 writer completes a
+    multipart upload of no part, which S3 refuses (MalformedXML): pipelines.s3clients PUTs it."""
+    from apache_beam.io.filesystems import FileSystems
+    storage.use(s3_server.beam_flags())
+    path = f"s3://{s3server.BUCKET}/empty-file/index.cdxj"
+    FileSystems.create(path).close()
+    assert [m.size_in_bytes for m in FileSystems.match([path])[0].metadata_list] == [0]
