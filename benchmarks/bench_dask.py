@@ -1,7 +1,7 @@
 """Whole crawls in-process and on a dask.distributed cluster of 1 and 2 workers (issue #49).
 
     .venv/bin/python -m benchmarks.bench_dask --config bench50k --repeats 2      # the issue's table
-    nice -n 19 .venv/bin/python -m benchmarks.bench_dask --config bench5k --round_pages 1000
+    nice -n 19 .venv/bin/python -m benchmarks.bench_dask --config benchmarks/bench500.json --round_pages 1000
 
 A simulated web exported as static files is served by nginx on 127.0.0.1 (benchmarks/realweb,
 one fresh nginx and access log per crawl), the crawl directory is on moto's S3 server
@@ -215,8 +215,8 @@ def fmt_table(rows):
         if "dask" in r:
             d = r["dask"]
             top = ", ".join(f"{k} {v:.1f}" for k, v in list(d["compute_s"].items())[:8])
-            out.append(f"{r['mode']} #{r['repeat']}: {d['tasks']} dask tasks in {len(r['rounds'])} rounds; workers busy "
-                       f"{100 * d['busy_share']:.0f} % of the rounds' wall; compute s by step: {top}; "
+            out.append(f"{r['mode']} #{r['repeat']}: {d['tasks']} dask tasks in {len(r['rounds'])} rounds; "
+                       f"workers busy {100 * d['busy_share']:.0f} % of the rounds' wall; compute s by step: {top}; "
                        f"transfers {d['transfer_s']:.1f} s")
     return "\n".join(out)
 
