@@ -244,7 +244,7 @@ def parse_with_beam_flags(parser, argv):
     ours = set(_flag_names(parser))
     beams = {s: a for a in beam_parser()._actions for s in a.option_strings}
     mine, theirs, i = [], [], 0
-    argv = list(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)   # None: the command line, as argparse
     while i < len(argv):
         name = argv[i].split("=", 1)[0]
         if name.startswith("--") and name not in ours and name in beams:
