@@ -116,13 +116,17 @@ def _rows(c, table, n):
 
 
 def _warc_rows(c, n):
+    from apache_beam.io.filesystem import CompressionTypes
+    from apache_beam.io.filesystems import FileSystems
     from warcio.archiveiterator import ArchiveIterator
     out = []
     for k in c.committed_rounds():
         if k > n:
             break
         for name in c.manifest(k).get("warc", []):
-            with open(os.path.join(c.warc_dir(k), name), "rb") as f:
+            # through Beam's FileSystems, as the crawler writes them: the crawl may be on s3://
+            with FileSystems.open(FileSystems.join(c.warc_dir(k), name),
+                                  compression_type=CompressionTypes.UNCOMPRESSED) as f:
                 for r in ArchiveIterator(f):
                     if r.rec_type == "warcinfo":
                         continue
