@@ -341,14 +341,14 @@ class SimWebServer:
             self._log(conn, host, method, target, hdrs, status, start, nbytes)
             conn.send(r.status, r.headers, r.body, close, head_only=(method == "HEAD"))
 
-    def _log(self, conn, host, method, target, hdrs, status, start, nbytes, body=None):
+    def _log(self, conn, host, method, target, hdrs, status, start, nbytes, body=None, end=None):
         rec = {
             "host": host.name if host else (hdrs.get("host") or ""),
             "path": target,
             "method": method,
             "status": status,
             "start": start,
-            "end": time.time(),
+            "end": time.time() if end is None else end,
             "headers": {name: hdrs[k] for k, name in LOGGED_HEADERS.items() if k in hdrs},
             "addr": conn.local,
             "bytes": nbytes,
@@ -362,6 +362,7 @@ class SimWebServer:
     async def _action(self, conn: _Conn, r, method, target, hdrs, host, start):
         kind = r.action[0]
         sent = 0
+        end = None   # when a whole response was handed to the socket (before the loop moves on)
         try:
             if kind == "trickle":
                 body, interval = r.action[1], r.action[2]
@@ -389,6 +390,7 @@ class SimWebServer:
             elif kind == "hold":
                 await asyncio.sleep(r.action[1])
                 if conn.t:
+                    end = time.time()
                     conn.send(r.status, r.headers, r.body, False, head_only=(method == "HEAD"))
                     sent = 0 if method == "HEAD" or r.status == 304 else len(r.body)
                     conn.busy = False
@@ -397,6 +399,7 @@ class SimWebServer:
                 from .hostile import bomb_body
                 body = await self.loop.run_in_executor(None, bomb_body, r.action[1])
                 if conn.t:
+                    end = time.time()
                     conn.send(r.status, r.headers, body, False, head_only=(method == "HEAD"))
                     sent = len(body)
                     conn.busy = False
@@ -405,4 +408,6 @@ class SimWebServer:
             if conn.t:
                 conn.t.abort()
         finally:
-            self._log(conn, host, method, target, hdrs, r.status, start, sent)
+            # a held response's end is stamped as it is sent: logged after the next request
+            # was taken up, a loaded event loop would stamp it late (and a gap look short)
+            self._log(conn, host, method, target, hdrs, r.status, start, sent, end=end)
