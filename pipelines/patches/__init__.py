@@ -82,7 +82,8 @@ def _beam_version() -> str:
 
 def planned(context: Context, environ=None, version=None, only=None) -> list:
     """The patch modules to apply for `context`: those not switched off (of `only`, if
-    given), and none (with one warning line) on a Beam other than BEAM_VERSION."""
+    given), and none (with one warning line) on a Beam other than BEAM_VERSION. A patch that
+    needs every worker in this process checks `context.workers_here` itself."""
     off = switched_off(environ)
     wanted = [n for n in PATCHES if n not in off and (only is None or n in only)]
     version = version or _beam_version()
@@ -92,7 +93,6 @@ def planned(context: Context, environ=None, version=None, only=None) -> list:
         return []
     modules = [importlib.import_module(f"{__name__}.{n}") for n in wanted]
     return [m for m in modules if context.in_process or not m.IN_PROCESS]
-    # (a patch that needs every worker in this process checks `context.workers_here` itself)
 
 
 @contextlib.contextmanager
