@@ -53,29 +53,33 @@ def _pss(pid) -> int:
     return 0
 
 
-def _tree_rss(root, cpu_seen=None) -> tuple[int, int]:
-    """(RSS, PSS) summed over `root` and its descendants; with `cpu_seen` (pid -> CPU
-    seconds), each one's user+sys CPU so far is recorded there too."""
+def _tree_rss(root, cpu_seen=None) -> tuple[int, int, int]:
+    """(RSS, PSS, largest process's RSS) over `root` and its descendants (the first two
+    summed); with `cpu_seen` (pid -> CPU seconds), each one's user+sys CPU so far is recorded
+    there too."""
     import psutil
     try:
         procs = [root] + root.children(recursive=True)
     except psutil.Error:
-        return 0, 0
-    total = pss = 0
+        return 0, 0, 0
+    total = pss = largest = 0
     for p in procs:
         try:
-            total += p.memory_info().rss
+            rss = p.memory_info().rss
+            total, largest = total + rss, max(largest, rss)
             pss += _pss(p.pid)
             if cpu_seen is not None:
                 t = p.cpu_times()
                 cpu_seen[(p.pid, p.create_time())] = t.user + t.system
         except psutil.Error:
             pass
-    return total, pss
+    return total, pss, largest
 
 
-def measure(cmds, cwd, env, log_path, ok_codes=(0,)) -> dict:
-    """Run ``cmds`` one after another; wall, CPU and peak tree RSS.
+def measure(cmds, cwd, env, log_path, ok_codes=(0,), on_sample=None) -> dict:
+    """Run ``cmds`` one after another; wall, CPU and peak tree RSS. ``on_sample(now, rss,
+    pss, largest_rss, cpu)``, if given, sees every sample (cpu: the tree's CPU seconds so far,
+    as sampled), e.g. to split the figures by round (benchmarks.bench_sweep).
 
     CPU is the larger of the RUSAGE_CHILDREN delta (processes waited for) and the sum over
     every process seen in the tree of its CPU at its last sample: a process the crawler
@@ -85,7 +89,7 @@ def measure(cmds, cwd, env, log_path, ok_codes=(0,)) -> dict:
     import psutil
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_seen = {}
-    peak = peak_pss = 0
+    peak = peak_pss = peak_one = 0
     t0 = time.time()
     with open(log_path, "wb") as log:
         for cmd in cmds:
@@ -97,12 +101,15 @@ def measure(cmds, cwd, env, log_path, ok_codes=(0,)) -> dict:
                 pid, status, ru = os.wait4(p.pid, os.WNOHANG)
                 if pid:
                     break
-                rss, pss = _tree_rss(root, cpu_seen)
-                peak, peak_pss = max(peak, rss), max(peak_pss, pss)
+                rss, pss, one = _tree_rss(root, cpu_seen)
+                peak, peak_pss, peak_one = max(peak, rss), max(peak_pss, pss), max(peak_one, one)
+                if on_sample is not None:
+                    on_sample(time.time(), rss, pss, one, sum(cpu_seen.values()))
                 time.sleep(0.2)
             p.returncode = os.waitstatus_to_exitcode(status)
             # a process faster than one sample: its own peak (ru_maxrss, KiB) is a lower bound
             peak = max(peak, ru.ru_maxrss * 1024)
+            peak_one = max(peak_one, ru.ru_maxrss * 1024)
             peak_pss = peak_pss or peak     # never sampled: its RSS, an upper bound
             if p.returncode not in ok_codes:
                 raise SystemExit(f"error: {cmd[:4]} exited {p.returncode}; see {log_path}")
@@ -110,8 +117,10 @@ def measure(cmds, cwd, env, log_path, ok_codes=(0,)) -> dict:
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     waited = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     sampled = sum(cpu_seen.values())
-    return {"wall": wall, "cpu": max(waited, sampled), "cpu_waited": waited, "cpu_sampled": sampled,
-            "peak_rss_mb": peak / 2**20, "peak_pss_mb": peak_pss / 2**20}
+    cpu = max(waited, sampled)
+    return {"wall": wall, "cpu": cpu, "cpu_waited": waited, "cpu_sampled": sampled, "cores": cpu / wall,
+            "peak_rss_mb": peak / 2**20, "peak_pss_mb": peak_pss / 2**20,
+            "largest_rss_mb": peak_one / 2**20}
 
 
 def beamcrawl_cmds(a, export: Path, work: Path, round_pages=None):
@@ -124,7 +133,8 @@ def beamcrawl_cmds(a, export: Path, work: Path, round_pages=None):
              "--allow_loopback", "true", "--allow_domains", "simweb.test", "--deny_extensions", "",
              "--sitemaps", "false", "--delay_per_host", "0", "--expand_duplicates", "true",
              "--max_pages", round_pages, "--max_per_host", round_pages, "--store", a.store,
-             "--fetch_threads", a.fetch_threads, "--progress_seconds", "0"]
+             "--fetch_threads", a.fetch_threads, "--progress_seconds", "0",
+             "--politeness_key", a.politeness_key]
     if a.conns != 1:
         flags += ["--conns_per_host", a.conns]
     flags += a.beamcrawl_args
@@ -203,12 +213,14 @@ def verify_export(a, export: Path) -> int:
 
 
 def fmt_table(rows: dict) -> str:
-    cols = ["crawler", "wall s", "pages", "pages/s", "CPU ms/page", "peak RSS MB", "peak PSS MB", "coverage",
+    cols = ["crawler", "wall s", "pages", "pages/s", "CPU ms/page", "cores", "peak RSS MB", "peak PSS MB",
+            "largest process MB", "coverage",
             "robots violations", "duplicate fetches", "max conns/host"]
     out = ["| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
     for name, r in rows.items():
         out.append(f"| {name} | {r['wall']:.1f} | {r['pages']} | {r['pages_per_s']:.1f} | "
-                   f"{r['cpu_ms_per_page']:.2f} | {r['peak_rss_mb']:.0f} | {r.get('peak_pss_mb', 0):.0f} | {100 * r['coverage']:.2f} % | "
+                   f"{r['cpu_ms_per_page']:.2f} | {r['cpu'] / r['wall']:.2f} | {r['peak_rss_mb']:.0f} | "
+                   f"{r.get('peak_pss_mb', 0):.0f} | {r.get('largest_rss_mb', 0):.0f} | {100 * r['coverage']:.2f} % | "
                    f"{r['robots_violations']} | {r['duplicate_fetches']} | {r['max_conns_per_host']} |")
     for name, b in rows.items():
         if crawler_kind(name)[0] != "beamcrawl" or "scrapy" not in rows:
@@ -218,11 +230,13 @@ def fmt_table(rows: dict) -> str:
         out.append(f"{name} / Scrapy: pages/s {b['pages_per_s'] / s['pages_per_s']:.2f}x, "
                    f"CPU per page {b['cpu_ms_per_page'] / s['cpu_ms_per_page']:.2f}x, "
                    f"peak RSS {b['peak_rss_mb'] / s['peak_rss_mb']:.2f}x, "
-                   f"peak PSS {b.get('peak_pss_mb', 0) / max(1e-9, s.get('peak_pss_mb', 0)):.2f}x")
+                   f"peak PSS {b.get('peak_pss_mb', 0) / max(1e-9, s.get('peak_pss_mb', 0)):.2f}x, "
+                   f"largest process {b.get('largest_rss_mb', 0) / max(1e-9, s.get('largest_rss_mb', 0)):.2f}x, "
+                   f"tree PSS / Scrapy's largest process {b.get('peak_pss_mb', 0) / max(1e-9, s.get('largest_rss_mb', 0)):.2f}x")
     return "\n".join(out)
 
 
-def main(argv=None):
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.realweb.run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", default="bench5k",
@@ -243,6 +257,10 @@ def main(argv=None):
                     help="beamcrawl --fetch_threads; Scrapy CONCURRENT_REQUESTS = this x --conns")
     ap.add_argument("--wget2_threads", type=int, default=8, help="wget2 --max-threads (global)")
     ap.add_argument("--round_pages", type=int, default=5000, help="beamcrawl --max_pages/--max_per_host")
+    ap.add_argument("--politeness_key", default="host",
+                    help="beamcrawl --politeness_key (default host: every exported host is served from "
+                         "127.0.0.1 and stands for a site of its own, as Scrapy's per-domain limit treats it; "
+                         "ip would make the whole web one politeness unit)")
     ap.add_argument("--store", default="none", help="beamcrawl --store (none, warc, ...)")
     ap.add_argument("--nginx_workers", type=int, default=1)
     ap.add_argument("--verify", action="store_true",
@@ -251,10 +269,11 @@ def main(argv=None):
                     help="no crawling: redo the log analysis of the last run in --work (same config)")
     ap.add_argument("--beamcrawl_args", nargs=argparse.REMAINDER, default=[],
                     help="further flags for pipelines.inject (last)")
-    a = ap.parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # stop nginx on the way out
+    return ap
 
-    a.work.mkdir(parents=True, exist_ok=True)
+
+def ensure_export(a) -> Path:
+    """The static export of `a.config` (seed, port) under `a.work`, made once."""
     export = a.work / f"export-{a.config}-{a.seed}-{a.port}"
     if not (export / "manifest.json").exists():
         t0 = time.time()
@@ -263,6 +282,15 @@ def main(argv=None):
                         "--seed", str(a.seed), "--port", str(a.port), "--out", str(export)],
                        cwd=REPO, env=env, check=True)
         print(f"exported in {time.time() - t0:.1f}s -> {export}", flush=True)
+    return export
+
+
+def main(argv=None):
+    a = parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # stop nginx on the way out
+
+    a.work.mkdir(parents=True, exist_ok=True)
+    export = ensure_export(a)
     manifest = json.loads((export / "manifest.json").read_text())
     reachable = set((export / "reachable.txt").read_text().split())
     robots = RobotsRules.from_export(export)

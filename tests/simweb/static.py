@@ -43,6 +43,10 @@ BENCH_CONFIGS = {
     # bench_cores --config bench150k --round_pages 45000 keeps the crawl where it does
     "bench150k": dict(base="large", name="bench150k", n_hosts=1000, n_pages=140000,
                       deep_web=False, hostile=False, documents=False, template_pages=0),
+    # #53's size sweep: >= 500 000 pages on 5 000 hosts (the large preset's host sizes: many
+    # small hosts, a few big ones); benchmarks.bench_sweep crawls it round by round
+    "bench500k": dict(base="large", name="bench500k", n_hosts=5000, n_pages=550000,
+                      deep_web=False, hostile=False, documents=False, template_pages=0),
     "bench5k": dict(base="large", name="bench5k", n_hosts=60, n_pages=5000, n_mirrors=2,
                     seed_hosts=5, deep_web=False, hostile=False, documents=False,
                     template_pages=0),

@@ -1,0 +1,174 @@
+"""How a crawl's cost grows with its size (issue #53): one whole crawl of a static export,
+split by round, against the pages crawled so far.
+
+    .venv/bin/python -m benchmarks.bench_sweep --config bench500k --port 18095 --work /tmp/w500k
+    .venv/bin/python -m benchmarks.bench_sweep --config bench50k --port 18090 --work /tmp/bp
+
+The export is made once (benchmarks.realweb.run's layout: `--work`/export-CONFIG-SEED-PORT)
+and served by nginx; beamcrawl crawls it to the end with the same flags as the real-web
+benchmark (rounds of `--round_pages`; any of its flags may follow). While it runs, the
+process tree is sampled every 0.2 s (benchmarks.realweb.run.measure) and each sample is given
+to the round that was running: a round ends when its `_COMMITTED` manifest appears. Per round:
+pages, wall seconds, pages/s, cores (tree CPU / wall), the steps' seconds from report.json's
+time_split (fetch: the fetch bundles' wall, summed; parse; crawl-DB work = URL-seen + table
+writes; score), the round's peak tree PSS and largest process RSS. Ends with the whole
+crawl's figures (coverage, robots violations, repeats from nginx's log), pages/s over the
+first and the second half of the pages, and a PNG of pages/s and peak memory against pages
+crawled so far. No figure is asserted.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.realweb import run as realweb
+from benchmarks.realweb.analyse import RobotsRules, analyse, read_access_log
+from benchmarks.realweb.nginx import Nginx
+
+
+class RoundSplitter:
+    """Gives each sample of the process tree to the round running at that moment: the
+    round after the last one whose `_COMMITTED` exists."""
+
+    def __init__(self, crawl_dir: Path, poll=1.0):
+        self.crawl_dir, self.poll = Path(crawl_dir), poll
+        self.rounds = {}        # round -> {start, end, peak_pss, peak_rss_one, cpu0, cpu1}
+        self.committed = set()
+        self._next_poll = 0.0
+        self._open = None
+
+    def _scan(self):
+        rounds = self.crawl_dir / "rounds"
+        if not rounds.exists():
+            return set()
+        return {int(d.name) for d in rounds.iterdir() if d.name.isdigit() and (d / "_COMMITTED").exists()}
+
+    def __call__(self, now, rss, pss, one, cpu):
+        if now >= self._next_poll:
+            self._next_poll = now + self.poll
+            done = self._scan() - self.committed
+            for r in sorted(done):
+                self.committed.add(r)
+                rec = self.rounds.setdefault(r, self._new(now, cpu))
+                rec.update(end=now, cpu1=cpu)
+            self._open = max(self.committed) + 1 if self.committed else 0
+        if self._open is None:
+            return
+        rec = self.rounds.setdefault(self._open, self._new(now, cpu))
+        rec["peak_pss"], rec["peak_one"] = max(rec["peak_pss"], pss), max(rec["peak_one"], one)
+        rec["cpu1"], rec["last"] = cpu, now
+
+    @staticmethod
+    def _new(now, cpu):
+        return {"start": now, "end": None, "peak_pss": 0, "peak_one": 0, "cpu0": cpu, "cpu1": cpu, "last": now}
+
+
+def round_rows(crawl_dir: Path, split: RoundSplitter) -> list[dict]:
+    """Per fetch round: its report.json figures and the samples' memory and CPU."""
+    rows, so_far = [], 0
+    for r in sorted(split.committed):
+        rep = json.loads((crawl_dir / "rounds" / f"{r:06d}" / "report.json").read_text())
+        if rep.get("fetched", 0) == 0:
+            continue                     # the inject round
+        ts, rec = rep.get("time_split", {}), split.rounds.get(r, {})
+        wall = float(rep["wall_seconds"])
+        span = (rec.get("end") or rec.get("last", 0)) - rec.get("start", 0)
+        rows.append({
+            "round": r, "pages_before": so_far, "pages": rep["visited"], "wall": wall,
+            "pages_per_s": rep["visited"] / wall,
+            "cores": (rec.get("cpu1", 0) - rec.get("cpu0", 0)) / span if span > 0 else 0.0,
+            "fetch_s": ts.get("fetch", 0.0), "parse_s": ts.get("parse", 0.0),
+            "crawl_db_s": ts.get("urlseen", 0.0) + ts.get("write", 0.0), "score_s": ts.get("score", 0.0),
+            "peak_pss_mb": rec.get("peak_pss", 0) / 2**20, "largest_mb": rec.get("peak_one", 0) / 2**20,
+        })
+        so_far += rep["visited"]
+    return rows
+
+
+def fmt_rounds(rows) -> str:
+    cols = ["round", "pages before", "pages", "wall s", "pages/s", "cores", "fetch s (bundles)",
+            "parse s", "crawl-DB s", "score s", "peak PSS MB", "largest MB"]
+    out = ["| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
+    for x in rows:
+        out.append(f"| {x['round']} | {x['pages_before']} | {x['pages']} | {x['wall']:.1f} | {x['pages_per_s']:.1f} | "
+                   f"{x['cores']:.2f} | {x['fetch_s']:.1f} | {x['parse_s']:.1f} | {x['crawl_db_s']:.2f} | "
+                   f"{x['score_s']:.2f} | {x['peak_pss_mb']:.0f} | {x['largest_mb']:.0f} |")
+    return "\n".join(out)
+
+
+def halves(rows) -> dict:
+    """pages/s over the rounds of the first and of the second half of the pages."""
+    total = sum(x["pages"] for x in rows)
+    first = [x for x in rows if x["pages_before"] < total / 2]
+    second = [x for x in rows if x["pages_before"] >= total / 2]
+    rate = lambda xs: sum(x["pages"] for x in xs) / max(1e-9, sum(x["wall"] for x in xs))  # noqa: E731
+    return {"first_half_pages_per_s": rate(first), "second_half_pages_per_s": rate(second),
+            "second_over_first": rate(second) / max(1e-9, rate(first))}
+
+
+def plot(rows, path: Path, title: str):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    x = [(r["pages_before"] + r["pages"]) / 1000 for r in rows]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    ax.plot(x, [r["pages_per_s"] for r in rows], "o-", color="tab:blue", label="pages/s (round)")
+    ax.set_xlabel("pages crawled so far (thousands)")
+    ax.set_ylabel("pages/s of the round", color="tab:blue")
+    ax.set_ylim(bottom=0)
+    ax2 = ax.twinx()
+    ax2.plot(x, [r["peak_pss_mb"] for r in rows], "s--", color="tab:red", label="peak tree PSS")
+    ax2.plot(x, [r["largest_mb"] for r in rows], "^:", color="tab:orange", label="largest process RSS")
+    ax2.set_ylabel("MB", color="tab:red")
+    ax2.set_ylim(bottom=0)
+    fig.legend(loc="lower center", ncol=3, fontsize=8)
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_sweep", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", default="bench500k")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--port", type=int, default=18095)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/w500k"))
+    ap.add_argument("--plot", type=Path, default=None, help="PNG (default WORK/sweep-CONFIG.png)")
+    a, rest = ap.parse_known_args(argv)
+    # the crawl's flags are the real-web benchmark's (--round_pages, --fetch_threads, ...)
+    opts = realweb.parser().parse_args(["--config", a.config, "--seed", str(a.seed), "--port", str(a.port),
+                                        "--work", str(a.work), *rest])
+    a.work.mkdir(parents=True, exist_ok=True)
+    export = realweb.ensure_export(opts)
+    reachable = set((export / "reachable.txt").read_text().split())
+    robots = RobotsRules.from_export(export)
+    cmds = realweb.beamcrawl_cmds(opts, export, a.work)
+    crawl_dir = Path(cmds[0][cmds[0].index("--crawl_dir") + 1])
+    split = RoundSplitter(crawl_dir)
+    env = {**os.environ, "PYTHONPATH": str(opts.repo)}
+    with Nginx(export, a.port, a.work / "nginx-sweep", workers=opts.nginx_workers) as ng:
+        print(f"{time.strftime('%H:%M:%S')} crawling {a.config} (load {os.getloadavg()[0]:.1f})", flush=True)
+        m = realweb.measure(cmds, opts.repo, env, a.work / "sweep.log", on_sample=split)
+    split(time.time() + split.poll, 0, 0, 0, m["cpu_sampled"])    # the last round's commit
+    res = analyse(read_access_log(ng.access_log), reachable, robots, a.port)
+    rows = round_rows(crawl_dir, split)
+    whole = {**m, **{k: v for k, v in res.items() if k != "violation_examples"},
+             "pages_per_s": res["pages"] / m["wall"], "cpu_ms_per_page": 1000 * m["cpu"] / max(1, res["pages"]),
+             **halves(rows)}
+    (a.work / f"sweep-{a.config}.json").write_text(json.dumps({"whole": whole, "rounds": rows}, indent=1))
+    print(fmt_rounds(rows))
+    print(json.dumps(whole, indent=1))
+    png = a.plot or a.work / f"sweep-{a.config}.png"
+    plot(rows, png, f"{a.config}: {res['pages']} pages, {whole['pages_per_s']:.0f} pages/s whole crawl")
+    print(f"plot: {png}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
