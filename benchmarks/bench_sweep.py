@@ -38,6 +38,7 @@ class RoundSplitter:
         self.crawl_dir, self.poll = Path(crawl_dir), poll
         self.rounds = {}        # round -> {start, end, peak_pss, peak_rss_one, cpu0, cpu1}
         self.committed = set()
+        self.commit_at = {}     # round -> its _COMMITTED's mtime (epoch seconds)
         self._next_poll = 0.0
         self._open = None
 
@@ -53,6 +54,7 @@ class RoundSplitter:
             done = self._scan() - self.committed
             for r in sorted(done):
                 self.committed.add(r)
+                self.commit_at[r] = (self.crawl_dir / "rounds" / f"{r:06d}" / "_COMMITTED").stat().st_mtime
                 rec = self.rounds.setdefault(r, self._new(now, cpu))
                 rec.update(end=now, cpu1=cpu)
             self._open = max(self.committed) + 1 if self.committed else 0
@@ -87,6 +89,30 @@ def round_rows(crawl_dir: Path, split: RoundSplitter) -> list[dict]:
         })
         so_far += rep["visited"]
     return rows
+
+
+def stage_growth(stages, split: RoundSplitter, rows, top=12) -> list[tuple]:
+    """Which steps grow with the crawl: each stage (stagetimer line, `at` epoch) goes to the
+    round whose commit follows it; per step (the transforms fused into the stage), mean
+    seconds a round over the fetch rounds of the first and of the second half of the pages.
+    Returns (step, first half s/round, second half s/round), largest growth first."""
+    import bisect
+    import collections
+    order = sorted(split.commit_at.items(), key=lambda kv: kv[1])
+    ends = [at for _, at in order]
+    total = sum(x["pages"] for x in rows)
+    half = {x["round"]: x["pages_before"] >= total / 2 for x in rows}
+    n = collections.Counter(half.values())
+    per = collections.defaultdict(lambda: [0.0, 0.0])
+    for st in stages:
+        i = bisect.bisect_left(ends, st["at"])
+        if i >= len(order) or order[i][0] not in half:
+            continue
+        kind = "fetch" if any(t.startswith("Fetch") for t in st["transforms"]) else \
+            ", ".join(t for t in st["transforms"] if "/" in t)[:110] or ", ".join(st["transforms"])[:110]
+        per[kind][half[order[i][0]]] += st["seconds"]
+    out = [(k, v[0] / max(1, n[False]), v[1] / max(1, n[True])) for k, v in per.items()]
+    return sorted(out, key=lambda x: x[1] - x[2])[:top]
 
 
 def fmt_rounds(rows) -> str:
@@ -140,6 +166,8 @@ def main(argv=None):
     ap.add_argument("--port", type=int, default=18095)
     ap.add_argument("--work", type=Path, default=Path("/tmp/w500k"))
     ap.add_argument("--plot", type=Path, default=None, help="PNG (default WORK/sweep-CONFIG.png)")
+    ap.add_argument("--stages", action="store_true",
+                    help="run the crawl under benchmarks/stagetimer.py and say which steps grow with the crawl")
     a, rest = ap.parse_known_args(argv)
     # the crawl's flags are the real-web benchmark's (--round_pages, --fetch_threads, ...)
     opts = realweb.parser().parse_args(["--config", a.config, "--seed", str(a.seed), "--port", str(a.port),
@@ -150,6 +178,10 @@ def main(argv=None):
     robots = RobotsRules.from_export(export)
     cmds = realweb.beamcrawl_cmds(opts, export, a.work)
     crawl_dir = Path(cmds[0][cmds[0].index("--crawl_dir") + 1])
+    stages_path = a.work / f"sweep-{a.config}-stages.jsonl"
+    if a.stages:
+        crawl = cmds[1]
+        cmds[1] = [crawl[0], Path(__file__).resolve().parent / "stagetimer.py", stages_path, "--module", *crawl[2:]]
     split = RoundSplitter(crawl_dir)
     env = {**os.environ, "PYTHONPATH": str(opts.repo)}
     with Nginx(export, a.port, a.work / "nginx-sweep", workers=opts.nginx_workers) as ng:
@@ -161,8 +193,15 @@ def main(argv=None):
     whole = {**m, **{k: v for k, v in res.items() if k != "violation_examples"},
              "pages_per_s": res["pages"] / m["wall"], "cpu_ms_per_page": 1000 * m["cpu"] / max(1, res["pages"]),
              **halves(rows)}
-    (a.work / f"sweep-{a.config}.json").write_text(json.dumps({"whole": whole, "rounds": rows}, indent=1))
     print(fmt_rounds(rows))
+    if a.stages:
+        stages = [json.loads(x) for x in stages_path.read_text().splitlines()]
+        growth = stage_growth(stages, split, rows)
+        whole["growth"] = growth
+        print("\nsteps that grow: seconds a round, first half of the pages -> second half")
+        for k, first, second in growth:
+            print(f"  {first:6.2f} -> {second:6.2f}  {k}")
+    (a.work / f"sweep-{a.config}.json").write_text(json.dumps({"whole": whole, "rounds": rows}, indent=1))
     print(json.dumps(whole, indent=1))
     png = a.plot or a.work / f"sweep-{a.config}.png"
     plot(rows, png, f"{a.config}: {res['pages']} pages, {whole['pages_per_s']:.0f} pages/s whole crawl")

@@ -4,12 +4,13 @@
 
 Crawls a static export to the end as benchmarks.realweb.run does (same flags; any of its flags
 may follow), with `pipelines.crawl` under benchmarks/stagetimer.py (one line per executed
-stage of the in-process runner) while /proc/stat is sampled every 50 ms. Prints, over the
+stage of the in-process runner) while the crawl's process tree's CPU is sampled every 50 ms. Prints, over the
 whole crawl: the fetch stages (those holding the Fetch transforms), every other stage and the
 time between stages (building, translating, committing a round), each with its wall seconds
 and the machine's busy cores during it; then the slowest other stages by the transforms fused
-into them, summed over the rounds. The machine's cores, not the crawl's tree: run it on an
-otherwise idle machine. Nothing is asserted.
+into them, summed over the rounds (with `--all_transforms`, every transform of the stage).
+Cores are the crawl's tree's (its own processes, whatever else runs), but other load still
+slows it. Nothing is asserted.
 """
 from __future__ import annotations
 
@@ -31,34 +32,44 @@ HERE = Path(__file__).resolve().parent
 
 
 class CpuSampler(threading.Thread):
-    """(time, busy jiffies) of the whole machine every `period` seconds."""
+    """(time, CPU seconds so far) of a process tree every `period` seconds: each process's
+    user+system time at its last sample, so a process that ended keeps what it used."""
 
-    def __init__(self, period=0.05):
+    def __init__(self, pid, period=0.05):
         super().__init__(daemon=True)
-        self.period, self.samples, self.stop = period, [], threading.Event()
+        self.pid, self.period, self.samples, self.stop = pid, period, [], threading.Event()
+        self._seen = {}
 
-    @staticmethod
-    def _busy():
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:]]
-        return sum(v) - v[3] - v[4]     # all but idle and iowait
+    def _cpu(self):
+        import psutil
+        try:
+            root = psutil.Process(self.pid)
+            procs = [root] + root.children(recursive=True)
+        except psutil.Error:
+            procs = []
+        for p in procs:
+            try:
+                t = p.cpu_times()
+                self._seen[(p.pid, p.create_time())] = t.user + t.system
+            except psutil.Error:
+                pass
+        return sum(self._seen.values())
 
     def run(self):
         while not self.stop.is_set():
-            self.samples.append((time.time(), self._busy()))
+            self.samples.append((time.time(), self._cpu()))
             time.sleep(self.period)
 
     def cores(self, t0, t1) -> float:
-        """Busy cores between t0 and t1 (epoch seconds), from the nearest samples."""
+        """The tree's busy cores between t0 and t1 (epoch seconds), from the nearest samples."""
         ts = [s[0] for s in self.samples]
         i, j = bisect.bisect_left(ts, t0), bisect.bisect_right(ts, t1) - 1
         if j <= i:
             return 0.0
-        hz = os.sysconf("SC_CLK_TCK")
-        return (self.samples[j][1] - self.samples[i][1]) / hz / (ts[j] - ts[i])
+        return (self.samples[j][1] - self.samples[i][1]) / (ts[j] - ts[i])
 
 
-def split(stages, sampler, t_start, t_end):
+def split(stages, sampler, t_start, t_end, names=4):
     """The fetch stages, the other stages and the gaps between them: seconds and cores."""
     groups = collections.defaultdict(lambda: [0.0, 0.0])    # name -> [seconds, core-seconds]
     by_transforms = collections.defaultdict(lambda: [0.0, 0.0, 0])
@@ -70,7 +81,7 @@ def split(stages, sampler, t_start, t_end):
         groups[kind][0] += s["seconds"]
         groups[kind][1] += c
         if kind == "other stages":
-            key = ", ".join(s["transforms"][:4]) or "(unnamed)"
+            key = ", ".join(s["transforms"][:names]) or "(unnamed)"
             by_transforms[key][0] += s["seconds"]
             by_transforms[key][1] += c
             by_transforms[key][2] += 1
@@ -90,6 +101,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks.crawl_split", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--top", type=int, default=15, help="slowest other stages to list")
+    ap.add_argument("--all_transforms", action="store_true", help="name a stage by all its transforms")
     a, rest = ap.parse_known_args(argv)
     opts = realweb.parser().parse_args(rest)
     opts.work.mkdir(parents=True, exist_ok=True)
@@ -101,18 +113,20 @@ def main(argv=None):
     log = open(opts.work / "crawl_split.log", "w")   # noqa: SIM115
     with Nginx(export, opts.port, opts.work / "nginx-split", workers=opts.nginx_workers):
         subprocess.run(list(map(str, inject)), cwd=opts.repo, env=env, stdout=log, stderr=log, check=True)
-        sampler = CpuSampler()
-        sampler.start()
         t_start = time.time()
-        subprocess.run(crawl, cwd=opts.repo, env=env, stdout=log, stderr=log, check=True)
+        proc = subprocess.Popen(crawl, cwd=opts.repo, env=env, stdout=log, stderr=log)
+        sampler = CpuSampler(proc.pid)
+        sampler.start()
+        if proc.wait():
+            raise SystemExit(f"error: the crawl exited {proc.returncode}; see {opts.work / 'crawl_split.log'}")
         t_end = time.time()
         sampler.stop.set()
     lines = [json.loads(x) for x in stages_path.read_text().splitlines()]
     # stagetimer's starts count from its own start, a moment after t_start: anchored on it
     stages = [dict(s, t0=t_start + s["start"]) for s in lines]
-    groups, by_t = split(stages, sampler, t_start, t_end)
+    groups, by_t = split(stages, sampler, t_start, t_end, None if a.all_transforms else 4)
     wall = t_end - t_start
-    print(f"crawl {wall:.1f} s wall, machine {sampler.cores(t_start, t_end):.2f} cores busy on average")
+    print(f"crawl {wall:.1f} s wall, {sampler.cores(t_start, t_end):.2f} cores busy on average (the crawl's tree)")
     print("| part | seconds | share of wall | cores busy |\n| --- | --- | --- | --- |")
     for k in ("fetch stages", "other stages", "between stages"):
         s, c = groups[k]

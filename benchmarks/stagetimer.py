@@ -4,7 +4,7 @@
     python benchmarks/stagetimer.py OUT.jsonl --module pipelines.crawl --crawl_dir D [crawl flags]
 
 Writes one JSON line per executed stage to OUT.jsonl: its start (seconds since this script
-started), its seconds, the process's RSS after it (MB), the names of the transforms fused
+started; `at`: epoch seconds), its seconds, the process's RSS after it (MB), the names of the transforms fused
 into it, and where glibc says so (`mallinfo2`, glibc 2.33+) its malloc heap after the stage:
 `heap_mb` (the arenas' size), `heap_free_mb` (free chunks inside them, resident until reused
 or trimmed) and `arrow_mb` (what pyarrow's pool holds). A round whose RSS grows while
@@ -19,6 +19,7 @@ import sys
 import time
 
 T0 = time.perf_counter()
+T0_EPOCH = time.time()
 
 
 def _rss_mb():
@@ -55,7 +56,8 @@ def main():
         try:
             return original(self, ctx, bundle_context_manager, *args, **kwargs)
         finally:
-            out.write(json.dumps({"start": round(start - T0, 3), "seconds": round(time.perf_counter() - start, 4),
+            out.write(json.dumps({"start": round(start - T0, 3), "at": round(T0_EPOCH + start - T0, 3),
+                                  "seconds": round(time.perf_counter() - start, 4),
                                   "rss_mb": round(_rss_mb(), 1), **_heap(mallinfo),
                                   "transforms": _transforms(bundle_context_manager.stage.name)}) + "\n")
             out.flush()

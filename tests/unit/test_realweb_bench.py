@@ -144,11 +144,74 @@ def test_crawler_entries_name_round_sizes_and_refuse_the_rest(tmp_path):
             crawler_kind(bad)
     (tmp_path / "seeds.txt").write_text("http://a.simweb.test:1/\n")
     a = argparse.Namespace(python="py", round_pages=5000, store="none", fetch_threads=32, conns=1,
-                           beamcrawl_args=[])
+                           beamcrawl_args=[], politeness_key="host")
     inject, crawl = crawler_cmds("beamcrawl@10000", a, tmp_path, tmp_path)
     assert inject[inject.index("--max_pages") + 1] == 10000
     assert inject[inject.index("--max_per_host") + 1] == 10000
     assert crawl[crawl.index("--crawl_dir") + 1] == tmp_path / "beamcrawl-crawl-10000"
     inject, crawl = crawler_cmds("beamcrawl", a, tmp_path, tmp_path)
     assert inject[inject.index("--max_pages") + 1] == 5000
+    # every exported host is on 127.0.0.1: politeness by host, as Scrapy's per-domain limit
+    assert inject[inject.index("--politeness_key") + 1] == "host"
     assert crawl[crawl.index("--crawl_dir") + 1] == tmp_path / "beamcrawl-crawl"
+
+
+def test_the_benchmark_crawls_with_politeness_by_host_unless_told():
+    from benchmarks.realweb.run import parser
+    assert parser().parse_args([]).politeness_key == "host"
+    assert parser().parse_args(["--politeness_key", "ip"]).politeness_key == "ip"
+
+
+def test_the_sweep_gives_each_sample_to_the_round_running_then(tmp_path):
+    """A round ends when its _COMMITTED appears; samples before it are its own, after it the
+    next round's; the per-round rows take pages and wall from report.json."""
+    from benchmarks.bench_sweep import RoundSplitter, halves, round_rows
+    rounds = tmp_path / "rounds"
+    split = RoundSplitter(tmp_path, poll=0.0)
+
+    def commit(r, visited, wall):
+        d = rounds / f"{r:06d}"
+        d.mkdir(parents=True)
+        (d / "report.json").write_text(json.dumps({"visited": visited, "fetched": visited, "wall_seconds": wall,
+                                                   "time_split": {"fetch": 1.0, "urlseen": 0.25, "write": 0.5}}))
+        (d / "_COMMITTED").write_text("{}")
+
+    commit(0, 0, 0.1)                  # the inject round: no fetch, left out of the rows
+    split(10.0, 0, 100, 50, 1.0)       # round 1 runs
+    split(11.0, 0, 300, 200, 2.0)
+    commit(1, 1000, 2.0)
+    split(12.0, 0, 120, 60, 4.0)       # round 1 committed: this sample is round 2's
+    split(13.0, 0, 140, 90, 5.0)
+    commit(2, 3000, 2.0)
+    split(14.0, 0, 10, 10, 5.0)
+    commit(3, 4000, 2.0)
+    split(15.0, 0, 10, 10, 5.0)
+    rows = round_rows(tmp_path, split)
+    assert [r["round"] for r in rows] == [1, 2, 3]
+    assert [r["pages_before"] for r in rows] == [0, 1000, 4000]
+    assert [r["peak_pss_mb"] * 2**20 for r in rows] == [300, 140, 10]
+    assert [r["largest_mb"] * 2**20 for r in rows] == [200, 90, 10]
+    assert rows[0]["pages_per_s"] == 500 and rows[1]["crawl_db_s"] == 0.75
+    # rounds that start in the first half of the 8 000 pages: 4 000 pages in 4 s; then 4 000 in 2 s
+    h = halves(rows)
+    assert h["first_half_pages_per_s"] == 1000 and h["second_half_pages_per_s"] == 2000
+
+
+def test_the_sweep_names_the_steps_that_grow_with_the_crawl():
+    """Each stage goes to the round whose commit follows it; a step is compared by its mean
+    seconds a round over the first and the second half of the pages."""
+    from benchmarks.bench_sweep import RoundSplitter, stage_growth
+    split = RoundSplitter(".")
+    split.commit_at = {0: 100.0, 1: 110.0, 2: 120.0, 3: 130.0}
+    rows = [{"round": r, "pages_before": b, "pages": 1000} for r, b in ((1, 0), (2, 1000), (3, 2000))]
+    stages = [{"at": 101.0, "seconds": 5.0, "transforms": ["Fetch/Fetch"]},
+              {"at": 105.0, "seconds": 1.0, "transforms": ["ContentSeen", "ContentSeen/Probe"]},
+              {"at": 111.0, "seconds": 5.0, "transforms": ["Fetch/Fetch"]},
+              {"at": 115.0, "seconds": 1.0, "transforms": ["ContentSeen", "ContentSeen/Probe"]},
+              {"at": 125.0, "seconds": 4.0, "transforms": ["ContentSeen", "ContentSeen/Probe"]},
+              {"at": 99.0, "seconds": 9.0, "transforms": ["Inject/Seeds"]}]    # before round 1: inject's
+    growth = dict((k, (a, b)) for k, a, b in stage_growth(stages, split, rows))
+    # rounds 1 and 2 start in the first half of the 3 000 pages, round 3 in the second
+    assert growth["ContentSeen/Probe"] == (1.0, 4.0)
+    assert growth["fetch"] == (5.0, 0.0)
+    assert "Inject/Seeds" not in growth and list(growth)[0] == "ContentSeen/Probe"
