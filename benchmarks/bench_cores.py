@@ -64,6 +64,7 @@ def ensure_base(work: Path, export: Path, round_pages: int, fetch_threads: int, 
     flags = ["--resolve_file", export / "hostmap.txt", "--allow_loopback", "true",
              "--allow_domains", "simweb.test", "--deny_extensions", "", "--sitemaps", "false",
              "--delay_per_host", "0", "--expand_duplicates", "true", "--max_pages", round_pages,
+             "--politeness_key", "host",   # every exported host is on 127.0.0.1: each its own site
              "--max_per_host", round_pages, "--store", "none", "--fetch_threads", fetch_threads,
              "--progress_seconds", "0"]
     if not (base / "crawl.json").exists():

@@ -35,7 +35,7 @@ COMMON = ["--conns_per_host", "4", "--progress_seconds", "0"]
 def warm_crawl(web, d, largest):
     """Inject the seeds and run rounds until the frontier holds more than `largest` URLs."""
     flags = ["--crawl_dir", str(d), "--resolve_file", str(web.hostmap_file), "--allow_loopback",
-             "true", "--delay_per_host", "0", "--deny_extensions", "", "--allow_domains",
+             "true", "--delay_per_host", "0", "--politeness_key", "host", "--deny_extensions", "", "--allow_domains",
              "simweb.test", "--sitemaps", "false", "--keep_snapshots", "1"]
     seeds = [a for s in web.seeds for a in ("--seed", s)]
     subprocess.run([sys.executable, "-m", "pipelines.inject", *flags, *seeds], cwd=REPO,
