@@ -60,6 +60,19 @@ def beam_metrics(result, namespace) -> dict:
     return out
 
 
+def beam_max(result, namespace, name):
+    """The largest value a finished pipeline's Beam distribution `namespace`/`name` saw
+    (None if no update, or the runner reports no metrics)."""
+    from apache_beam.metrics.metric import MetricsFilter
+    try:
+        found = result.metrics().query(MetricsFilter().with_namespace(namespace).with_name(name))
+    except Exception:  # a runner without metrics support
+        return None
+    seen = [r.committed if r.committed is not None else r.attempted for r in found.get("distributions", [])]
+    seen = [d.max for d in seen if d is not None and d.count]
+    return max(seen) if seen else None
+
+
 def round_report(crawl, round_no, prev, settings, started, ended, result=None):
     """The round's report.json from its stats.json and, given the pipeline `result`, its
     Beam metrics: table-write time (time_split.write) and content-seen's reads of the
@@ -71,6 +84,9 @@ def round_report(crawl, round_no, prev, settings, started, ended, result=None):
         stats["seconds_write"] = stats.get("seconds_write", 0) + written / 1e6
         metrics = beam_metrics(result, "contentseen")
         spilled = beam_metrics(result, "spill")
+        limit = beam_max(result, *write.SPILL_LIMIT)
+        if limit is not None:
+            spilled["file_limit_bytes"] = limit
     prev_report = crawl.read_report(prev) if prev is not None else {}
     prev_sets = prev_report.get("page_sets", {})
     visited = int(stats.get("visited", 0))
@@ -122,7 +138,8 @@ def round_report(crawl, round_no, prev, settings, started, ended, result=None):
         # seconds spent in each step, summed over workers/bundles (fetch: wall time of the
         # fetch bundles; the rest: processing time), beside the round's wall time
         # README "Memory budget": the spill files the round wrote (tableio.step.SpillToFiles)
-        # and their bytes before compression ({} when the runner reports no metrics)
+        # and their bytes before compression, the size a file may reach (--memory_mb / 16)
+        # ({} when the runner reports no metrics)
         "spill": {k: int(v) for k, v in sorted(spilled.items())},
         "time_split": {k[len("seconds_"):]: round(v, 3) for k, v in stats.items() if k.startswith("seconds_")},
         "stats": stats,

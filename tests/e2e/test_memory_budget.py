@@ -29,16 +29,18 @@ def test_a_small_budget_commits_the_same_crawl(two_crawls):
 def test_the_small_budgets_rounds_went_through_spill_files_of_its_size(two_crawls):
     """Each fetching round's link bundles, visited rows and URL-seen parts crossed their stage
     boundary as spill files (report.json "spill", Beam's spill counters), the same bytes under
-    either budget, each file cut at the budget's size. (The small web's rounds spill ~0.1 MB,
-    so a 64 MB budget's 4 MB files hold them whole; tests/unit/test_spill.py cuts files.)"""
+    either budget, each file cut at the budget's size: the writers were given 4 MB files under
+    --memory_mb 64 and 64 MB under the default (spill.file_limit_bytes). (The small web's rounds
+    spill ~0.1 MB, so no file is full; tests/unit/test_spill.py cuts files.)"""
     _, reports = two_crawls
-    chunk = budget_sizes(64)["spill_bytes"]
-    assert chunk == 4 << 20
+    chunk, default_chunk = budget_sizes(64)["spill_bytes"], budget_sizes(1024)["spill_bytes"]
+    assert (chunk, default_chunk) == (4 << 20, 64 << 20)
     for small, default in zip(reports["64"], reports["default"]):
         spilled = small["spill"]
         assert spilled.get("files", 0) > 0 and spilled.get("bytes", 0) > 0, (small["round"], spilled)
         assert spilled["files"] >= math.ceil(spilled["bytes"] / chunk)
         assert spilled["bytes"] == default["spill"]["bytes"], small["round"]
+        assert (spilled.get("file_limit_bytes"), default["spill"].get("file_limit_bytes")) == (chunk, default_chunk)
 
 
 def test_no_spill_files_outlive_their_round(two_crawls):

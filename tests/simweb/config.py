@@ -60,6 +60,9 @@ class SimConfig:
     results_per_page: int = 10
     jobs_count: bool = True           # its result pages state the count ("N jobs found"); False: none
     template_pages: int = 0           # > 0: docs.simweb.test, a book of this many template pages
+    similar_pairs: int = 0            # > 0: drafts.simweb.test, this many pairs of drafts that share
+                                      # much text but are not near-duplicates (drafthost.py)
+    similar_jaccard: tuple = (0.55, 0.75)   # word-bigram Jaccard of those pairs, spread evenly
     documents: bool = False           # files.simweb.test: PDF, Word, feeds, text (tests/simweb/documents.py)
     library: bool = False             # library.simweb.test: a second search form (tests/simweb/library.py)
     library_records: int = 12000      # books in its catalogue

@@ -470,6 +470,9 @@ class SimWeb:
         from . import scripted
         self.scripted_hosts = ([self._add_host(f"{k}.{DOMAIN}", f"scripted_{k}", robots="scripted")
                                 for k in (scripted.APP, scripted.FEED)] if cfg.scripted else [])
+        from . import drafthost
+        self.draft_host = (self._add_host(f"{drafthost.NAME}.{DOMAIN}", "drafts", robots="404")
+                           if cfg.similar_pairs > 0 else None)       # last: every other host keeps its address
         # special links placed on the root page of site0
         self.special_links = []   # (url-path-on-host, host, anchor)
         for mh in self.mirrors:
@@ -481,6 +484,8 @@ class SimWeb:
                 self.special_links.append((hh, "/", "Hostile test host"))
         if self.template_host:
             self.special_links.append((self.template_host, "/", "The simulated book"))
+        if self.draft_host:
+            self.special_links.append((self.draft_host, "/", "Drafts of notes"))
         if self.documents_host:
             self.special_links.append((self.documents_host, "/", "Documents of the simulated orchard"))
         if self.library:
@@ -678,6 +683,9 @@ class SimWeb:
             r = deepweb.respond(self, host, target, headers, now)
         elif host.kind == "template":
             r = templatehost.respond(self, host, target, headers, now)
+        elif host.kind == "drafts":
+            from . import drafthost
+            r = drafthost.respond(self, host, target, headers, now)
         elif host.kind == "documents":
             from . import documents
             r = documents.respond(self, host, target, headers, now)

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 from .model import SimWeb, build_web
 
-STATIC_KINDS = {"regular", "robots", "mirror", "template"}
+STATIC_KINDS = {"regular", "robots", "mirror", "template", "drafts"}
 QUERY_MARK = "__Q__"
 SITEMAP_PATHS = ("/sitemap_index.xml", "/sitemap-1.xml", "/sitemap-2.xml.gz")
 

@@ -147,6 +147,15 @@ def ground_truth(web) -> dict:
             cols["title"][url_set[url]] = title
             for dst, anchor in nav:
                 add_link(url, dst, anchor, "a", False)
+    similar_pairs = None
+    if web.draft_host:
+        from . import drafthost
+        drafts, similar_pairs = drafthost.truth(web)
+        for url, title, outlinks in drafts:
+            add_page(url, web.draft_host, -1)
+            cols["title"][url_set[url]] = title
+            for dst, anchor in outlinks:
+                add_link(url, dst, anchor, "a", False)
     if web.documents_host:
         from . import documents
         for url, title, outlinks in documents.truth(web):
@@ -254,6 +263,11 @@ def ground_truth(web) -> dict:
         "reachable": pa.table({"url": pa.array(reachable, pa.string())}),
         "hosts": hosts,
     }
+    if similar_pairs is not None:     # drafts.simweb.test's pairs (similar_pairs > 0): not near-duplicates
+        out["similar_pairs"] = pa.table({
+            "url": pa.array([p[0] for p in similar_pairs], pa.string()),
+            "of_url": pa.array([p[1] for p in similar_pairs], pa.string()),
+            "jaccard": pa.array([p[2] for p in similar_pairs], pa.float64())})
     if library_records is not None:   # library.simweb.test's books (config library: true)
         out["library_records"] = library_records
     return out

@@ -326,9 +326,7 @@ class HostFetcher(RobotsFetching):
     def _fetch_all(self, reqs: list[FetchRequest], state: HostState, results: list) -> None:
         cfg = self.config
         start = self.clock()
-        last = state.last_fetch_time
-        # a last fetch "in the future" (clock skew between workers) must not stall the host
-        rnd = HostRound(None if last is None else min(last, start))
+        rnd = HostRound.starting(state.last_fetch_time, start)
         rnd.robots_done = not cfg.obey_robots
         for i, req in enumerate(reqs):
             results.append(self._fetch_one(req, state, rnd, start))

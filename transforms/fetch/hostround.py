@@ -35,6 +35,13 @@ class HostRound:
         self.lock = threading.Lock()             # connection slots share this round
         self.unit = None                         # unitfetch.UnitClock: the slot of a unit of hosts
 
+    @classmethod
+    def starting(cls, last_fetch_time: float | None, now: float) -> "HostRound":
+        """The round of a host last fetched at `last_fetch_time` (None: never), begun at `now`.
+        A last fetch "in the future" (clock skew between workers) counts as `now`: it must not
+        stall the host for the difference."""
+        return cls(None if last_fetch_time is None else min(last_fetch_time, now))
+
 
 class SlotRound:
     """One connection slot's view of the host's round: its own politeness clock

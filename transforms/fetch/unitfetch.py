@@ -48,8 +48,7 @@ class _Turns:
         self.state = (dataclasses.replace(state, sitemaps=list(state.sitemaps or [])) if state
                       else HostState(host))
         self.results = ObservedResults(observe) if observe else []
-        last = self.state.last_fetch_time
-        self.round = HostRound(None if last is None else min(last, start))
+        self.round = HostRound.starting(self.state.last_fetch_time, start)
         self.round.robots_done = not obey_robots
         self.render_session = None     # --render: this host's browser context (render.py)
 

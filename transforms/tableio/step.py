@@ -309,6 +309,9 @@ class WriteStats(beam.PTransform):
                 | "Write" >> beam.ParDo(_WriteJson(self.path)))
 
 
+SPILL_LIMIT = ("spill_limit", "file_bytes")   # Beam distribution: each spill file's size limit
+
+
 class _SpillToFiles(beam.DoFn):
     """Elements -> paths of spill files holding them (at most ~`chunk_bytes` pickled each),
     each written as its elements come (spill.SpillWriter), so memory holds no file's worth."""
@@ -318,6 +321,9 @@ class _SpillToFiles(beam.DoFn):
 
     def setup(self):
         self._files, self._bytes = Metrics.counter("spill", "files"), Metrics.counter("spill", "bytes")
+        # the size each file may reach (its max is the report's spill.file_limit_bytes): shows
+        # that --memory_mb reached the writers, which the small web's rounds never fill
+        self._limit = Metrics.distribution(SPILL_LIMIT[0], SPILL_LIMIT[1])
         self._writer = None
 
     def start_bundle(self):
@@ -327,6 +333,7 @@ class _SpillToFiles(beam.DoFn):
         w, self._writer = self._writer, None
         self._bytes.inc(w.close())
         self._files.inc()
+        self._limit.update(self.chunk_bytes)
         return w.path
 
     def _abort(self):
