@@ -58,10 +58,22 @@ class _SideValues:
             yield _windowed(v, self.window_fn)
 
 
-def _apply_dofn(items, fn, label, window_fn, args, kwargs, side_specs, options, *side_values):
+def _split_sides(sizes, parts):
+    """The side inputs' values from their partitions, given one after the other (`sizes`:
+    how many partitions each side input has)."""
+    out, at = [], 0
+    for n in sizes:
+        out.append(_concat(*parts[at:at + n]))
+        at += n
+    return out
+
+
+def _apply_dofn(items, fn, label, window_fn, args, kwargs, side_specs, side_sizes, options, *side_parts):
     """One bag partition through the DoFn (Beam's apply_dofn_to_bundle, with side inputs
     given as computed values and a receiver of its own), in a worker whose filesystems get
-    the pipeline's options first (s3:// endpoint and keys: pipelines.storage)."""
+    the pipeline's options first (s3:// endpoint and keys: pipelines.storage). The elements
+    are windowed here and the side inputs' partitions are the task's own arguments, not
+    tasks of their own: a dask task costs ms of scheduling whatever it does."""
     from pipelines import storage
     storage.use(options)
     from apache_beam.runners.common import DoFnContext, DoFnInvoker, DoFnSignature, _OutputHandler
@@ -70,7 +82,7 @@ def _apply_dofn(items, fn, label, window_fn, args, kwargs, side_specs, options, 
     from apache_beam.transforms.sideinputs import SideInputMap
     receivers = OneReceiver()
     side_inputs = [SideInputMap(cls, options, _SideValues(values, mapping))
-                   for (cls, options, mapping), values in zip(side_specs, side_values)]
+                   for (cls, options, mapping), values in zip(side_specs, _split_sides(side_sizes, side_parts))]
     invoker = DoFnInvoker.create_invoker(
         DoFnSignature(fn),
         _OutputHandler(window_fn=window_fn, main_receivers=receivers[None], tagged_receivers=receivers,
@@ -81,7 +93,7 @@ def _apply_dofn(items, fn, label, window_fn, args, kwargs, side_specs, options, 
     invoker.invoke_setup()
     invoker.invoke_start_bundle()
     for item in items:
-        invoker.invoke_process(item)
+        invoker.invoke_process(_windowed(item, window_fn))
     invoker.invoke_finish_bundle()
     invoker.invoke_teardown()
     # as Beam's evaluator: main outputs as plain values, tagged ones as TaggedOutput(tag, windowed)
@@ -107,7 +119,6 @@ def _count(partition):
 
 
 def _pardo_bag(node, input_bag, side_bags, options):
-    import dask
     transform = node.transform
     # side inputs in the args as Beam's placeholders (raw_side_inputs would hand the DoFn the
     # AsSingleton objects themselves: Beam's own evaluator does, and its file sinks break on it)
@@ -115,10 +126,11 @@ def _pardo_bag(node, input_bag, side_bags, options):
     main_input = next(iter(node.main_inputs.values()))
     window_fn = main_input.windowing.windowfn if hasattr(main_input, "windowing") else None
     side_specs = [(type(si), si._view_options(), si._window_mapping_fn) for si in node.side_inputs]
-    side_values = [dask.delayed(_concat)(*bag.to_delayed(optimize_graph=False)) for bag in side_bags]
-    return input_bag.map(_windowed, window_fn).map_partitions(
-        _apply_dofn, transform.fn, transform.label, window_fn, list(args), kwargs, side_specs, options,
-        *side_values, token=task_name(node.full_label))
+    side_parts = [bag.to_delayed(optimize_graph=False) for bag in side_bags]
+    return input_bag.map_partitions(
+        _apply_dofn, transform.fn, transform.label, window_fn, list(args), kwargs, side_specs,
+        [len(parts) for parts in side_parts], options, *[d for parts in side_parts for d in parts],
+        token=task_name(node.full_label))
 
 
 def task_name(label):
@@ -145,9 +157,14 @@ def _group_by_key(bag, partitions):
 
 
 def _flatten(bags, partitions):
+    """The inputs' partitions concatenated into at most `partitions` partitions, each one task
+    (db.concat then repartition made an alias task per input partition and a task per cut)."""
+    import dask
     import dask.bag as db
-    bag = db.concat(bags)
-    return bag.repartition(partitions) if bag.npartitions > partitions else bag
+    parts = [d for bag in bags for d in bag.to_delayed(optimize_graph=False)]
+    n = max(1, min(partitions, len(parts)))
+    chunks = [parts[i::n] for i in range(n)]
+    return db.from_delayed([dask.delayed(_concat)(*chunk) for chunk in chunks])
 
 
 def translate(pipeline, bag_kwargs, options, partitions=None):

@@ -165,7 +165,8 @@ def run_pipeline(builder, argv, helpers=False, eager_heap=False):
     with patches.active(context) as applied:
         p = beam.Pipeline(runner=runner, options=options) if runner else beam.Pipeline(options=options)
         builder(p)
-        result = p.run()
+        # a runner may say it needs no round trip through the runner-API proto (ours for Dask)
+        result = p.run(test_runner_api=getattr(p.runner, "RUNNER_API_ROUND_TRIP", "AUTO"))
         state = result.wait_until_finish()
     if state not in (None, "DONE", beam.runners.runner.PipelineState.DONE):
         raise RuntimeError(f"pipeline ended in state {state}")
