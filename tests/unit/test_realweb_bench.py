@@ -144,7 +144,7 @@ def test_crawler_entries_name_round_sizes_and_refuse_the_rest(tmp_path):
             crawler_kind(bad)
     (tmp_path / "seeds.txt").write_text("http://a.simweb.test:1/\n")
     a = argparse.Namespace(python="py", round_pages=5000, store="none", fetch_threads=32, conns=1,
-                           beamcrawl_args=[])
+                           beamcrawl_args=[], domain="simweb.test", short=0)
     inject, crawl = crawler_cmds("beamcrawl@10000", a, tmp_path, tmp_path)
     assert inject[inject.index("--max_pages") + 1] == 10000
     assert inject[inject.index("--max_per_host") + 1] == 10000
@@ -152,3 +152,11 @@ def test_crawler_entries_name_round_sizes_and_refuse_the_rest(tmp_path):
     inject, crawl = crawler_cmds("beamcrawl", a, tmp_path, tmp_path)
     assert inject[inject.index("--max_pages") + 1] == 5000
     assert crawl[crawl.index("--crawl_dir") + 1] == tmp_path / "beamcrawl-crawl"
+    assert inject[inject.index("--allow_domains") + 1] == "simweb.test" and "--until_empty" in crawl
+    # a prebuilt export's domain; --short: the rounds holding about PAGES pages, Scrapy's page cap
+    a.domain, a.short, a.port, a.scrapy_python, a.scrapy_delay = "docs.test", 12000, 1, "spy", "0"
+    inject, crawl = crawler_cmds("beamcrawl", a, tmp_path, tmp_path)
+    assert inject[inject.index("--allow_domains") + 1] == "docs.test"
+    assert crawl[crawl.index("--rounds") + 1] == 3 and "--until_empty" not in crawl
+    [scrapy] = crawler_cmds("scrapy", a, tmp_path, tmp_path)
+    assert scrapy[-1] == 12000
