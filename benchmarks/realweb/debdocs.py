@@ -28,6 +28,15 @@ fragment dropped, percent-encoded as a browser sends it, in canonical form
 fetch every linked file: beamcrawl ``--deny_extensions ""``, Scrapy ``deny_extensions=[]``);
 only HTML files (nginx's text/html suffixes) are parsed for links. Other files are served as
 application/octet-stream unless mime.types names them.
+
+The web from bookworm's packages (rust-doc 1.63.0+dfsg1-2, python3.11-doc 3.11.2-6+deb12u9,
+postgresql-doc-15 15.20-0+deb12u1, debian-reference-en 2.100): 4 hosts, 35 024 files (570 MB),
+33 815 of them HTML; 23 322 URLs reachable (rust 21 633, python 528, postgresql 1 147,
+debian-reference 14; all HTML but one .py), 504 MB, 22.1 KB and 93 http(s) links (34 distinct
+URLs) per HTML page; 30 link targets answer 404 (files Debian's rust-doc lacks, ?highlight=
+queries), 25 are robots-denied. Most of rust-doc's 10 468 unreachable HTML files are
+rustdoc's redirect stubs that no page links to. ``--verify`` checked all 23 352 URLs through
+nginx: 0 mismatches.
 """
 from __future__ import annotations
 

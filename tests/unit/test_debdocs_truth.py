@@ -68,3 +68,42 @@ def test_served_file_follows_nginx_try_files(tmp_path):
     assert served_file(www, f"http://{A}:{PORT}/my%20page.html") == www / A / "my page.html"
     assert served_file(www, f"http://{A}:{PORT}/dir") is None
     assert served_file(www, f"http://{A}:{PORT}/index.html?x=1") is None
+
+
+def test_build_lays_out_an_export_nginx_and_the_analysis_read(tmp_path):
+    """build() from an already unpacked cache (no apt-get): hosts, seeds, robots, manifest."""
+    import json
+
+    from benchmarks.realweb.analyse import RobotsRules
+    from benchmarks.realweb.debdocs import DocSet, build
+    from benchmarks.realweb.nginx import build_conf
+    cache = tmp_path / "cache"
+    sets = (DocSet("one", "one-doc", "usr/share/doc/one/html", "/", None),
+            DocSet("two", "two-doc", "usr/share/two", "/start.html", "User-agent: *\nDisallow: /old/\n"))
+    for s, files in ((sets[0], {"index.html": _page('<a href="a.html">a</a>'), "a.html": _page(),
+                                "robots.txt": b"User-agent: *\nDisallow: /a.html\n"}),
+                     (sets[1], {"start.html": _page('<a href="old/x.html">x</a><a href="js.js">j</a>'),
+                                "old/x.html": _page(), "js.js": b"x"})):
+        (cache / f"{s.package}_1.0_all.deb").parent.mkdir(parents=True, exist_ok=True)
+        (cache / f"{s.package}_1.0_all.deb").write_bytes(b"")
+        root = cache / "x" / f"{s.package}_1.0_all" / s.root
+        for rel, body in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_bytes(body)
+    (cache / "x" / "one-doc_1.0_all" / "usr/share/doc/one/html/jquery.js").symlink_to("/etc/hostname")
+    out = tmp_path / "out"
+    st = build(out, PORT, cache, sets=sets)
+    m = json.loads((out / "manifest.json").read_text())
+    assert (m["domain"], m["n_hosts"], m["n_pages"], m["port"]) == ("docs.test", 2, 4, PORT)
+    assert (out / "seeds.txt").read_text().split() == [f"http://one.docs.test:{PORT}/",
+                                                       f"http://two.docs.test:{PORT}/start.html"]
+    assert (out / "hostmap.txt").read_text().split() == [f"one.docs.test:{PORT}:127.0.0.1",
+                                                         f"two.docs.test:{PORT}:127.0.0.1"]
+    assert not (out / "www/one.docs.test/jquery.js").exists()          # symlinks left out
+    assert (out / "reachable.txt").read_text().split() == [
+        f"http://one.docs.test:{PORT}/", f"http://two.docs.test:{PORT}/js.js",
+        f"http://two.docs.test:{PORT}/start.html"]
+    assert (st["reachable"], st["reachable_html"], st["robots_denied_targets"]) == (3, 2, 2)
+    robots = RobotsRules.from_export(out)       # the package's own robots.txt, and ours
+    assert not robots.allows("one.docs.test", "/a.html") and not robots.allows("two.docs.test", "/old/x.html")
+    assert "default_type application/octet-stream;" in build_conf(out, tmp_path / "ng", PORT)
