@@ -156,7 +156,10 @@ def wget2_cmds(a, export: Path, work: Path):
     return [["wget2", "--recursive", "--level", "0", "--robots", "--wait", "0", "--span-hosts",
              "--domains", a.domain, "--max-threads", str(a.wget2_threads),
              "--http-proxy", f"127.0.0.1:{a.port}", "--delete-after",
-             "--directory-prefix", out, "--no-verbose", *seeds]]
+             "--directory-prefix", out, "--no-verbose",
+             # a prebuilt export links outside: wget2 1.99.1 still asks external hosts (despite
+             # --domains) and retries an unresolvable https one 20 times with backoff (190 s each)
+             *(["--tries", "1"] if getattr(a, "export", None) else []), *seeds]]
 
 
 CRAWLERS = {"beamcrawl": beamcrawl_cmds, "scrapy": scrapy_cmds, "wget2": wget2_cmds}
