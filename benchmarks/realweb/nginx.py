@@ -40,7 +40,7 @@ def build_conf(export_dir, prefix, port: int, workers: int = 1) -> str:
               f"  fastcgi_temp_path {prefix}/tmp_fcgi;", f"  uwsgi_temp_path {prefix}/tmp_uwsgi;",
               f"  scgi_temp_path {prefix}/tmp_scgi;",
               "  include /etc/nginx/mime.types;",
-              "  default_type text/html;", "  sendfile on; tcp_nopush on; tcp_nodelay on;",
+              f"  default_type {m.get('default_type', 'text/html')};", "  sendfile on; tcp_nopush on; tcp_nodelay on;",
               "  keepalive_timeout 75s; keepalive_requests 1000000;",
               "  server_tokens off; etag on; gzip off;",
               "  server_names_hash_max_size 8192; server_names_hash_bucket_size 128;",

@@ -5,6 +5,13 @@
     .venv/bin/python -m benchmarks.realweb.run --config bench50k         # ~57 000 pages, 500+ hosts
     .venv/bin/python -m benchmarks.realweb.run --repo /path/to/checkout --conns 8
     .venv/bin/python -m benchmarks.realweb.run --config bench50k --crawlers beamcrawl,beamcrawl@10000,scrapy
+    .venv/bin/python -m benchmarks.realweb.run --export /tmp/debdocs --work /tmp/rwdeb   # a prebuilt export
+
+``--export DIR`` crawls a prebuilt export of the same layout (benchmarks/realweb/debdocs.py: four
+Debian documentation sites); its manifest gives the port and the allowed domain
+(``domain``, default simweb.test) of beamcrawl's --allow_domains, Scrapy's and wget2's.
+``--short PAGES`` is for checking a setup, not for figures: beamcrawl stops after the rounds
+that hold about PAGES pages, Scrapy at CLOSESPIDER_PAGECOUNT PAGES.
 
 Scrapy runs from its own venv (``--scrapy_python``; make it with
 ``python3 -m venv /work/benchvenv && /work/benchvenv/bin/pip install -r
@@ -130,7 +137,7 @@ def beamcrawl_cmds(a, export: Path, work: Path, round_pages=None):
     shutil.rmtree(crawl_dir, ignore_errors=True)
     seeds = (export / "seeds.txt").read_text().split()
     flags = ["--crawl_dir", crawl_dir, "--resolve_file", export / "hostmap.txt",
-             "--allow_loopback", "true", "--allow_domains", "simweb.test", "--deny_extensions", "",
+             "--allow_loopback", "true", "--allow_domains", a.domain, "--deny_extensions", "",
              "--sitemaps", "false", "--delay_per_host", "0", "--expand_duplicates", "true",
              "--max_pages", round_pages, "--max_per_host", round_pages, "--store", a.store,
              "--fetch_threads", a.fetch_threads, "--progress_seconds", "0",
@@ -139,13 +146,14 @@ def beamcrawl_cmds(a, export: Path, work: Path, round_pages=None):
         flags += ["--conns_per_host", a.conns]
     flags += a.beamcrawl_args
     inject = [py, "-m", "pipelines.inject", *flags] + [x for s in seeds for x in ("--seed", s)]
-    crawl = [py, "-m", "pipelines.crawl", "--crawl_dir", crawl_dir, "--until_empty", "true"]
+    stop = ["--rounds", -(-a.short // round_pages)] if a.short else ["--until_empty", "true"]
+    crawl = [py, "-m", "pipelines.crawl", "--crawl_dir", crawl_dir, *stop]
     return [inject, crawl]
 
 
 def scrapy_cmds(a, export: Path, work: Path):
     return [[a.scrapy_python, HERE / "scrapy_spider.py", export, a.port, a.conns,
-             work / "scrapy-stats.json", a.scrapy_delay]]
+             work / "scrapy-stats.json", a.scrapy_delay] + ([a.short] if a.short else [])]
 
 
 def wget2_cmds(a, export: Path, work: Path):
@@ -156,9 +164,12 @@ def wget2_cmds(a, export: Path, work: Path):
     shutil.rmtree(out, ignore_errors=True)
     seeds = (export / "seeds.txt").read_text().split()
     return [["wget2", "--recursive", "--level", "0", "--robots", "--wait", "0", "--span-hosts",
-             "--domains", "simweb.test", "--max-threads", str(a.wget2_threads),
+             "--domains", a.domain, "--max-threads", str(a.wget2_threads),
              "--http-proxy", f"127.0.0.1:{a.port}", "--delete-after",
-             "--directory-prefix", out, "--no-verbose", *seeds]]
+             "--directory-prefix", out, "--no-verbose",
+             # a prebuilt export links outside: wget2 1.99.1 still asks external hosts (despite
+             # --domains) and retries an unresolvable https one 20 times with backoff (190 s each)
+             *(["--tries", "1"] if getattr(a, "export", None) else []), *seeds]]
 
 
 CRAWLERS = {"beamcrawl": beamcrawl_cmds, "scrapy": scrapy_cmds, "wget2": wget2_cmds}
@@ -242,7 +253,12 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--config", default="bench5k",
                     help="bench5k | bench50k (tests/simweb/static.py BENCH_CONFIGS) or a simweb config")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--port", type=int, default=18080, help="nginx port (also in the exported URLs)")
+    ap.add_argument("--port", type=int, default=None,
+                    help="nginx port (also in the exported URLs; default 18080, with --export the manifest's)")
+    ap.add_argument("--export", type=Path, default=None,
+                    help="crawl this prebuilt export (e.g. benchmarks/realweb/debdocs.py's) instead of --config's")
+    ap.add_argument("--short", type=int, default=0, metavar="PAGES",
+                    help="setup check only: beamcrawl runs ceil(PAGES / --round_pages) rounds, Scrapy stops at PAGES")
     ap.add_argument("--work", type=Path, default=Path("/tmp/beamcrawl-realweb"))
     ap.add_argument("--repo", type=Path, default=REPO, help="beamcrawl checkout to benchmark")
     ap.add_argument("--python", default=str(REPO / ".venv/bin/python") if (REPO / ".venv").exists()
@@ -273,8 +289,22 @@ def parser() -> argparse.ArgumentParser:
 
 
 def ensure_export(a) -> Path:
-    """The static export of `a.config` (seed, port) under `a.work`, made once."""
-    export = a.work / f"export-{a.config}-{a.seed}-{a.port}"
+    """The export to crawl: `--export DIR` as it is, or the simulated web's static export of
+    `a.config` (seed, port) under `a.work`, made once. Sets `a.port` and `a.domain` (the
+    allowed domain, from the manifest) to the export's."""
+    if a.export is not None:
+        export = a.export.resolve()
+        if not (export / "manifest.json").exists():
+            raise SystemExit(f"error: --export {a.export}: no manifest.json there")
+        m = json.loads((export / "manifest.json").read_text())
+        if a.port not in (None, m["port"]):
+            raise SystemExit(f"error: --port {a.port}: the export's URLs carry port {m['port']}")
+        if a.verify or (a.short and "wget2" in a.crawlers):
+            raise SystemExit("error: --verify is for simweb exports and --short has no wget2 form")
+        a.port, a.config = m["port"], m["config"]
+    else:
+        a.port = 18080 if a.port is None else a.port
+        export = a.work / f"export-{a.config}-{a.seed}-{a.port}"
     if not (export / "manifest.json").exists():
         t0 = time.time()
         env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -282,6 +312,7 @@ def ensure_export(a) -> Path:
                         "--seed", str(a.seed), "--port", str(a.port), "--out", str(export)],
                        cwd=REPO, env=env, check=True)
         print(f"exported in {time.time() - t0:.1f}s -> {export}", flush=True)
+    a.domain = json.loads((export / "manifest.json").read_text()).get("domain", "simweb.test")
     return export
 
 
@@ -296,7 +327,7 @@ def main(argv=None):
     robots = RobotsRules.from_export(export)
     commit = subprocess.run(["git", "-C", str(a.repo), "log", "-1", "--format=%h %s"],
                             capture_output=True, text=True).stdout.strip()
-    print(f"# web {a.config} seed {a.seed}: {manifest['n_pages']} pages on {manifest['n_hosts']} "
+    print(f"# web {a.config}{'' if a.export else f' seed {a.seed}'}: {manifest['n_pages']} pages on {manifest['n_hosts']} "
           f"hosts, {len(reachable)} reachable; beamcrawl at {a.repo} ({commit[:70]})", flush=True)
     if a.verify:
         return 1 if verify_export(a, export) else 0

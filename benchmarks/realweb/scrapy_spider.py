@@ -1,5 +1,5 @@
 """The Scrapy side of the real-web benchmark (run with the bench venv's python, not the
-project's): ``python scrapy_spider.py EXPORT_DIR PORT CONNS OUT_JSON``.
+project's): ``python scrapy_spider.py EXPORT_DIR PORT CONNS OUT_JSON [DELAY [PAGECOUNT]]``.
 
 A CrawlSpider following every link (a, area, iframe, frame, meta refresh; not rel=nofollow,
 like the ground truth and beamcrawl's --honour_nofollow) within the exported hosts,
@@ -66,9 +66,9 @@ class BenchSpider(CrawlSpider):
                                 deny_extensions=[], canonicalize=False),
                   callback="parse_page", follow=True, process_links="in_scope"),)
 
-    def __init__(self, seeds=(), **kw):
+    def __init__(self, seeds=(), domain="simweb.test", **kw):
         self.start_urls = list(seeds)
-        self.allowed_domains = ["simweb.test"]
+        self.allowed_domains = [domain]
         super().__init__(**kw)
 
     async def start(self):
@@ -91,9 +91,10 @@ class BenchSpider(CrawlSpider):
                 yield Request(response.urljoin(m.group(1).decode("latin-1")))
 
 
-def main(export_dir, port, conns, out_json, delay="0"):
+def main(export_dir, port, conns, out_json, delay="0", pagecount="0"):
     export_dir = Path(export_dir)
-    HOSTS.update(json.loads((export_dir / "manifest.json").read_text())["hosts"])
+    manifest = json.loads((export_dir / "manifest.json").read_text())
+    HOSTS.update(manifest["hosts"])
     seeds = (export_dir / "seeds.txt").read_text().split()
     conns = int(conns)
     settings = {
@@ -107,11 +108,12 @@ def main(export_dir, port, conns, out_json, delay="0"):
         "COOKIES_ENABLED": False, "TELNETCONSOLE_ENABLED": False, "LOG_LEVEL": "INFO",
         "DEPTH_LIMIT": 0, "DOWNLOAD_MAXSIZE": 10 * 1024 * 1024, "RETRY_TIMES": 2,
         "DOWNLOAD_TIMEOUT": 60, "REACTOR_THREADPOOL_MAXSIZE": 4,
+        "CLOSESPIDER_PAGECOUNT": int(pagecount),     # 0: no limit (run.py --short sets one)
     }
     t0 = time.time()
     proc = CrawlerProcess(settings)
     crawler = proc.create_crawler(BenchSpider)
-    proc.crawl(crawler, seeds=seeds)
+    proc.crawl(crawler, seeds=seeds, domain=manifest.get("domain", "simweb.test"))
     proc.start()
     stats = crawler.stats.get_stats()
     Path(out_json).write_text(json.dumps({"wall": time.time() - t0, "pages": BenchSpider.pages,
@@ -120,4 +122,4 @@ def main(export_dir, port, conns, out_json, delay="0"):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:6])
+    main(*sys.argv[1:7])

@@ -144,7 +144,7 @@ def test_crawler_entries_name_round_sizes_and_refuse_the_rest(tmp_path):
             crawler_kind(bad)
     (tmp_path / "seeds.txt").write_text("http://a.simweb.test:1/\n")
     a = argparse.Namespace(python="py", round_pages=5000, store="none", fetch_threads=32, conns=1,
-                           beamcrawl_args=[], politeness_key="host")
+                           beamcrawl_args=[], politeness_key="host", domain="simweb.test", short=0)
     inject, crawl = crawler_cmds("beamcrawl@10000", a, tmp_path, tmp_path)
     assert inject[inject.index("--max_pages") + 1] == 10000
     assert inject[inject.index("--max_per_host") + 1] == 10000
@@ -154,6 +154,14 @@ def test_crawler_entries_name_round_sizes_and_refuse_the_rest(tmp_path):
     # every exported host is on 127.0.0.1: politeness by host, as Scrapy's per-domain limit
     assert inject[inject.index("--politeness_key") + 1] == "host"
     assert crawl[crawl.index("--crawl_dir") + 1] == tmp_path / "beamcrawl-crawl"
+    assert inject[inject.index("--allow_domains") + 1] == "simweb.test" and "--until_empty" in crawl
+    # a prebuilt export's domain; --short: the rounds holding about PAGES pages, Scrapy's page cap
+    a.domain, a.short, a.port, a.scrapy_python, a.scrapy_delay = "docs.test", 12000, 1, "spy", "0"
+    inject, crawl = crawler_cmds("beamcrawl", a, tmp_path, tmp_path)
+    assert inject[inject.index("--allow_domains") + 1] == "docs.test"
+    assert crawl[crawl.index("--rounds") + 1] == 3 and "--until_empty" not in crawl
+    [scrapy] = crawler_cmds("scrapy", a, tmp_path, tmp_path)
+    assert scrapy[-1] == 12000
 
 
 def test_the_benchmark_crawls_with_politeness_by_host_unless_told():
