@@ -38,6 +38,8 @@ then has no `write` time split).
 import dataclasses
 import re
 
+from pipelines import daskcombine
+
 def _windowed(item, window_fn):
     from apache_beam.runners.dask.transform_evaluator import get_windowed_value
     return get_windowed_value(item, window_fn)
@@ -175,10 +177,23 @@ def translate(pipeline, bag_kwargs, options, partitions=None):
     from apache_beam.pipeline import PipelineVisitor
     from apache_beam.runners.dask.transform_evaluator import TRANSLATIONS, Flatten, GroupByKey, NoOp, ParDo
 
-    bags, consumed = {}, set()
+    bags, consumed, lifted = {}, set(), []
 
     class Visitor(PipelineVisitor):
+        def enter_composite_transform(self, node):
+            # a CombinePerKey combined in each partition first (daskcombine); its expansion's
+            # steps are then not translated
+            if not partitions or len(node.inputs) != 1 or _inside(node, lifted) or node.inputs[0] not in bags:
+                return
+            bag = daskcombine.lifted(node, bags[node.inputs[0]], partitions, task_name(node.full_label))
+            if bag is not None:
+                consumed.add(node.inputs[0])
+                bags[next(iter(node.outputs.values()))] = bag
+                lifted.append(node.full_label + "/")
+
         def visit_transform(self, node):
+            if _inside(node, lifted):
+                return
             op = TRANSLATIONS.get(node.transform.__class__, NoOp)(node, bag_kwargs=bag_kwargs)
             inputs = []
             for pc in node.inputs:
@@ -210,6 +225,10 @@ def translate(pipeline, bag_kwargs, options, partitions=None):
     pipeline.visit(Visitor())
     leaves = [bag for pc, bag in bags.items() if pc not in consumed]
     return bags, leaves
+
+
+def _inside(node, prefixes):
+    return any(node.full_label.startswith(p) for p in prefixes)
 
 
 @dataclasses.dataclass(frozen=True)
