@@ -42,8 +42,9 @@ def main():
     ap.add_argument("--work", type=Path, default=Path("/tmp/beamcrawl-dask-rounds"))
     ap.add_argument("--pin", action="store_true", help="each worker's process tree on a core of its own")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--inject_args", nargs="*", default=[], help="further flags for inject, e.g. =--page_processes=0")
     a = ap.parse_args()
-    a.inject_args = []
+    a.inject_args = [x.lstrip("=") for x in a.inject_args]
     work = a.work
     work.mkdir(parents=True, exist_ok=True)
     export = a.export or work / f"export-{Path(a.config).stem}-1-{a.port}"
@@ -100,11 +101,29 @@ def main():
                   f"transfer {s['transfer_s']}")
             print("compute top:", list(s["compute_s"].items())[:15])
             json.dump(recs, open(work / f"stream-{a.tag}.json", "w"), default=str)
+            for server in (False, True):   # the workers' own sampling profiler: task threads, event loop
+                prof = sc.profile(start=t0, server=server)
+                print(f"{'worker event loop' if server else 'task threads'}: {prof.get('count', 0)} samples; "
+                      "most (self) samples: " + ", ".join(f"{n} {f}" for f, n in _self_samples(prof)[:25]))
     finally:
         if sc:
             sc.close()
         if cl:
             cl.stop()
+
+
+def _self_samples(tree):
+    """[(function, samples in it, not in its callees)] of a distributed profile, most first."""
+    from collections import Counter
+    own, todo = Counter(), [tree]
+    while todo:
+        node = todo.pop()
+        children = node.get("children", {}).values()
+        d = node.get("description", {})
+        name = f"{Path(d.get('filename', '?')).name}:{d.get('name', '?')}"
+        own[name] += node.get("count", 0) - sum(c.get("count", 0) for c in children)
+        todo.extend(children)
+    return own.most_common()
 
 
 if __name__ == "__main__":

@@ -20,12 +20,15 @@ Only where the result is the same as the expansion's: a `CombineFn` (or a callab
 wraps in one) with no extra arguments or side inputs, on globally windowed input; any other
 combine is translated as its expansion (`lifted` returns None).
 """
+import dataclasses
 
 
-def lifted(node, input_bag, partitions, name):
+def lifted(node, input_bag, partitions, name, select=None):
     """The output bag of CombinePerKey `node` over `input_bag`, lifted; None when the combine
     must run as its expansion (see the module). `name`: the step's task-group name; its
-    tasks are NAME.Partial (fused into the task before it) and NAME.Merge."""
+    tasks are NAME.Partial (fused into the task before it) and NAME.Merge. `select`: what the
+    combine takes of each of `input_bag`'s partitions (one output of a multi-output ParDo),
+    or None: all."""
     from apache_beam.transforms import core
     from apache_beam.transforms.window import GlobalWindows
     transform = node.transform
@@ -36,16 +39,15 @@ def lifted(node, input_bag, partitions, name):
     if windowing is None or not isinstance(windowing.windowfn, GlobalWindows):
         return None
     fn = core.CombineFn.maybe_from_callable(transform.fn)
-    partial = input_bag.map_partitions(_partial, fn, token=f"{name}.Partial")
+    partial = input_bag.map_partitions(_partial, fn, select, token=f"{name}.Partial")
     if _is_global(node) or not partitions:
         import dask
         import dask.bag as db
         merged = dask.delayed(_merge_all)(fn, *partial.to_delayed(optimize_graph=False),
                                           dask_key_name=f"{name}.Merge-{dask.base.tokenize(partial.name)}")
         return db.from_delayed([merged])
-    if partial.npartitions != partitions:
-        partial = partial.repartition(partitions)
-    return partial.groupby(_key, shuffle="tasks").map_partitions(_merge_groups, fn, token=f"{name}.Merge")
+    from pipelines import daskshuffle
+    return daskshuffle.shuffled(partial, partitions, name, _MergeGroups(fn))
 
 
 def _is_global(node):
@@ -55,12 +57,10 @@ def _is_global(node):
     return parent is not None and isinstance(parent.transform, core.CombineGlobally)
 
 
-def _key(item):
-    return item[0]
-
-
-def _partial(items, fn):
+def _partial(items, fn, select=None):
     """One partition: [(key, accumulator of its values in this partition)]."""
+    if select is not None:
+        items = select(items)
     values = {}
     for k, v in items:
         values.setdefault(k, []).append(v)
@@ -88,6 +88,10 @@ def _merge_all(fn, *partials):
     return _merge(fn, accs)
 
 
-def _merge_groups(groups, fn):
-    """A partition of (key, [(key, accumulator), ...]) from the shuffle -> (key, output)s."""
-    return _merge(fn, {k: [acc for _, acc in pairs] for k, pairs in groups})
+@dataclasses.dataclass(frozen=True)
+class _MergeGroups:
+    """A partition of (key, [accumulator, ...]) from the shuffle -> (key, output)s."""
+    fn: object
+
+    def __call__(self, groups):
+        return _merge(self.fn, dict(groups))

@@ -88,3 +88,25 @@ def test_a_combine_over_windowed_input_runs_as_its_expansion():
                 | beam.WindowInto(window.FixedWindows(5)) | beam.CombinePerKey(_Sum()))
     bags, [out] = _translate(build)
     assert not any(k.endswith(".Partial") for k in _keys(out))
+
+
+class _Split(beam.DoFn):
+    def process(self, x):
+        yield x if x % 2 == 0 else beam.pvalue.TaggedOutput("odd", x)
+
+
+def test_a_pardo_selects_a_tagged_output_inside_its_own_task_without_a_filter_task():
+    """(pipelines/daskfix.py `_Select`: each output of a multi-output ParDo used to be a
+    `filter` task, plus an `untag` one for a tagged output, between the ParDo and each of
+    its consumers.)"""
+    def build(p):
+        out = _spread(p, 6) | beam.Values() | beam.ParDo(_Split()).with_outputs("odd", main="even")
+        odd_sum = out.odd | "OddSum" >> beam.CombineGlobally(sum)
+        (out.even | "Plus" >> beam.Map(lambda x, s: (x, s), beam.pvalue.AsSingleton(odd_sum))
+         | "Keep" >> beam.Map(lambda kv: kv))
+        out.odd | "Odd" >> beam.Map(lambda x: ("odd", x))
+    bags, leaves = _translate(build)
+    keys = set().union(*(_keys(leaf) for leaf in leaves))
+    assert not {"filter", "untag", "filter-untag"} & keys
+    got = sorted((str(x[0]), x[1]) for leaf in leaves for x in leaf.compute(scheduler="sync"))
+    assert got == [("0", 9), ("2", 9), ("4", 9), ("odd", 1), ("odd", 3), ("odd", 5)]
