@@ -18,7 +18,15 @@ the pages reachable from the seeds, duplicate fetches, most connections to one h
 rounds and their mean wall time. On Dask, where a round's time goes: the scheduler's task
 stream, summed per task group (a group is a Beam step: daskfix names tasks after its label),
 and how much of the rounds' wall time the workers spent computing. Ends with the table
-(median over repeats) and the ratios the issue sets targets for.
+(median over repeats) and the ratios the issue sets targets for, and each crawl's CPU by
+process (launcher, scheduler, workers apart from their page workers and fetch processes).
+
+`--pin` (taskset; see `pinning`) gives each crawling process tree a core of its own: the
+in-process crawl on core 0, dask worker i on core i-1, the scheduler, S3 server and nginx on
+any core. Unpinned, every process may run on every core: on a 2-core machine one worker
+already uses both (its fetch processes and page workers), so "2 workers >= 1.6x one worker
+when each has a core" can only be shown pinned; pinned, "dask1 / inprocess" compares one
+core with one core.
 """
 from __future__ import annotations
 
