@@ -18,7 +18,15 @@ the pages reachable from the seeds, duplicate fetches, most connections to one h
 rounds and their mean wall time. On Dask, where a round's time goes: the scheduler's task
 stream, summed per task group (a group is a Beam step: daskfix names tasks after its label),
 and how much of the rounds' wall time the workers spent computing. Ends with the table
-(median over repeats) and the ratios the issue sets targets for.
+(median over repeats) and the ratios the issue sets targets for, and each crawl's CPU by
+process (launcher, scheduler, workers apart from their page workers and fetch processes).
+
+`--pin` (taskset; see `pinning`) gives each crawling process tree a core of its own: the
+in-process crawl on core 0, dask worker i on core i-1, the scheduler, S3 server and nginx on
+any core. Unpinned, every process may run on every core: on a 2-core machine one worker
+already uses both (its fetch processes and page workers), so "2 workers >= 1.6x one worker
+when each has a core" can only be shown pinned; pinned, "dask1 / inprocess" compares one
+core with one core.
 """
 from __future__ import annotations
 
@@ -86,6 +94,16 @@ class TreeCpu:
             out[key[0]] += cpu - self.base.get(key, 0.0)
         return dict(out)
 
+    def by_role(self):
+        """After `stop`: {group: CPU of its root processes, group + "+children": of the rest}
+        (a dask worker apart from its page workers and fetch processes)."""
+        roots = {(g, p.pid) for g, procs in self.roots.items() for p in procs}
+        out = defaultdict(float)
+        for (group, pid, ctime), cpu in self.seen.items():
+            role = group if (group, pid) in roots else group + "+children"
+            out[role] += cpu - self.base.get((group, pid, ctime), 0.0)
+        return dict(out)
+
 
 def crawl_flags(a, export: Path, crawl_dir: str) -> list[str]:
     """The benchmark's crawl settings (those of benchmarks/realweb/run.py's beamcrawl), and
@@ -96,6 +114,21 @@ def crawl_flags(a, export: Path, crawl_dir: str) -> list[str]:
             "--sitemaps", "false", "--delay_per_host", "0", "--expand_duplicates", "true",
             "--max_pages", str(a.round_pages), "--max_per_host", str(a.round_pages), "--store", "none",
             "--fetch_threads", str(a.fetch_threads), "--progress_seconds", "0", *a.inject_args]
+
+
+def pinning(workers, cores=None):
+    """`--pin`: the cores each crawling process tree may run on, as `taskset -c` takes them.
+    In-process (0 workers) the launcher, where the whole crawl runs, gets core 0; with N
+    workers, worker i gets core (i-1) mod cores and the launcher is not pinned (it only
+    builds and submits each round's graph). Not pinned in either case, so free to run on any
+    core beside the workers: the dask scheduler, the S3 server and nginx (stand-ins for other
+    machines). Children inherit their parent's affinity, and a worker sizes its page workers
+    and fetch processes by it (transforms.procs.usable_cores), so a pinned worker is a
+    one-core machine."""
+    cores = cores or len(os.sched_getaffinity(0))
+    if not workers:
+        return {"launcher": "0"}
+    return {i: str((i - 1) % cores) for i in range(1, workers + 1)}
 
 
 def task_stream_summary(records, rounds_wall, workers):
@@ -130,15 +163,18 @@ def run_one(a, mode, rep, export, reachable, robots, s3):
     inject = [a.python, "-m", "pipelines.inject", *crawl_flags(a, export, crawl_dir), *storage_flags,
               *[x for s in seeds for x in ("--seed", s)]]
     subprocess.run(inject, cwd=work, env=env, check=True, stdout=subprocess.DEVNULL)
-    cluster = DaskCluster(work / "cluster", workers=workers, python=a.python) if workers else None
+    pins = pinning(workers) if a.pin else {}
+    cluster = DaskCluster(work / "cluster", workers=workers, python=a.python, cpus=pins) if workers else None
     try:
         runner = cluster.beam_flags() if cluster else []
-        cmd = [a.python, "-m", "pipelines.crawl", "--crawl_dir", crawl_dir, "--until_empty", "true",
+        launcher_pin = ["taskset", "-c", pins["launcher"]] if "launcher" in pins else []
+        cmd = [*launcher_pin, a.python, "-m", "pipelines.crawl", "--crawl_dir", crawl_dir, "--until_empty", "true",
                *storage_flags, *runner]
         cpu = TreeCpu()
         if cluster:
-            for pid in cluster.pids():
-                cpu.watch("cluster", pid)
+            cpu.watch("scheduler", cluster.procs[0].pid)
+            for proc in cluster.workers.values():
+                cpu.watch("workers", proc.pid)   # (+children: their page workers, fetch processes)
             stream_client = _task_stream_client(cluster.address)
         if s3 is not None:
             cpu.watch("s3", s3.proc.pid)
@@ -154,11 +190,12 @@ def run_one(a, mode, rep, export, reachable, robots, s3):
         if rc != 0:
             raise SystemExit(f"error: {mode} crawl exited {rc}; see {work / 'crawl.log'}")
         res = analyse(read_access_log(ng.access_log), reachable, robots, a.port)
-        res.update(mode=mode, repeat=rep, wall=wall, cpu=used.get("launcher", 0) + used.get("cluster", 0),
+        res.update(mode=mode, repeat=rep, pinned=bool(a.pin), pins={str(k): v for k, v in pins.items()}, wall=wall, cpu=used.get("launcher", 0) + used.get("scheduler", 0) + used.get("workers", 0),
                    cpu_s3=used.get("s3", 0.0))
         res["pages_per_s"] = res["pages"] / wall
         res["cpu_ms_per_page"] = 1000 * res["cpu"] / max(1, res["pages"])
         res["rounds"] = _round_walls(crawl_dir, storage_flags)
+        res["cpu_by_process"] = {k: round(v, 2) for k, v in sorted(cpu.by_role().items())}
         if cluster:
             records = stream_client.get_task_stream(start=t0)
             stream_client.close()
@@ -184,7 +221,7 @@ def _round_walls(crawl_dir, storage_flags):
     return [crawl.read_report(n)["wall_seconds"] for n in crawl.committed_rounds() if n > 0]
 
 
-def fmt_table(rows):
+def fmt_table(rows, pinned=False):
     by_mode = defaultdict(list)
     for r in rows:
         by_mode[r["mode"]].append(r)
@@ -205,12 +242,22 @@ def fmt_table(rows):
                    f"{max(r['duplicate_fetches'] for r in rs)} | {max(r['max_conns_per_host'] for r in rs)} | "
                    f"{'/'.join(map(str, sorted(set(rounds))))} | {mean_round:.1f} |")
     out.append("")
-    if "inprocess" in med and "dask2" in med:
-        out.append(f"dask2 / inprocess pages/s: {med['dask2']['pages_per_s'] / med['inprocess']['pages_per_s']:.2f}x "
-                   f"(target >= 0.7x on the same cores)")
-    if "dask1" in med and "dask2" in med:
-        out.append(f"dask2 / dask1 pages/s: {med['dask2']['pages_per_s'] / med['dask1']['pages_per_s']:.2f}x "
-                   f"(target >= 1.6x when each worker has a core)")
+    ratio = lambda a, b: med[a]["pages_per_s"] / med[b]["pages_per_s"]   # noqa: E731
+    if pinned:   # (pinning: in-process on core 0, worker i on core i-1)
+        if "inprocess" in med and "dask1" in med:
+            out.append(f"pinned: dask1 / inprocess pages/s: {ratio('dask1', 'inprocess'):.2f}x "
+                       "(each crawl on one core; scheduler, S3 server and nginx on any core)")
+        if "dask1" in med and "dask2" in med:
+            out.append(f"pinned: dask2 / dask1 pages/s: {ratio('dask2', 'dask1'):.2f}x (target >= 1.6x when each "
+                       "worker has a core: here each worker's tree on a core of its own; scheduler, launcher, "
+                       "S3 server and nginx on any core, beside them)")
+    else:
+        if "inprocess" in med and "dask2" in med:
+            out.append(f"dask2 / inprocess pages/s: {ratio('dask2', 'inprocess'):.2f}x "
+                       f"(target >= 0.7x on the same cores)")
+        if "dask1" in med and "dask2" in med:
+            out.append(f"dask2 / dask1 pages/s: {ratio('dask2', 'dask1'):.2f}x (unpinned: both on the same 2 cores; "
+                       f"the target >= 1.6x is for each worker on a core of its own: --pin)")
     for r in rows:
         if "dask" in r:
             d = r["dask"]
@@ -218,6 +265,10 @@ def fmt_table(rows):
             out.append(f"{r['mode']} #{r['repeat']}: {d['tasks']} dask tasks in {len(r['rounds'])} rounds; "
                        f"workers busy {100 * d['busy_share']:.0f} % of the rounds' wall; compute s by step: {top}; "
                        f"transfers {d['transfer_s']:.1f} s")
+    for r in rows:
+        if "cpu_by_process" in r:
+            out.append(f"{r['mode']} #{r['repeat']} CPU s by process: "
+                       + ", ".join(f"{k} {v:.1f}" for k, v in r["cpu_by_process"].items()))
     return "\n".join(out)
 
 
@@ -236,6 +287,12 @@ def main(argv=None):
     ap.add_argument("--fetch_threads", type=int, default=32)
     ap.add_argument("--storage", choices=("s3", "local"), default="s3")
     ap.add_argument("--nginx_workers", type=int, default=1)
+    ap.add_argument("--pin", action="store_true",
+                    help="pin each crawling process tree to a core of its own with taskset (children inherit it, "
+                         "and size their helper processes by it): inprocess: the launcher on core 0; daskN: worker "
+                         "i on core i-1 (mod cores), the launcher not pinned. Never pinned: the dask scheduler, "
+                         "the S3 server, nginx (they run on any core, beside the crawl). Shows 'each worker has a "
+                         "core' on a machine with as many cores as workers; unpinned, every process may use every core")
     ap.add_argument("--inject_args", nargs=argparse.REMAINDER, default=[], help="further flags for inject (last)")
     a = ap.parse_args(argv)
     modes = a.modes.split(",")
@@ -273,7 +330,7 @@ def main(argv=None):
     finally:
         if s3 is not None:
             s3.stop()
-    print(fmt_table(rows))
+    print(fmt_table(rows, pinned=a.pin))
     return 0
 
 

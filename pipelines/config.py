@@ -40,7 +40,7 @@ from transforms.fetch.records import FetchConfig
 from transforms.fetch.renderpolicy import RenderConfig
 from transforms.page.fate import PageConfig
 from transforms.page.formats import ParseLimits
-from transforms.page.pool import auto_processes
+from transforms.procs import AUTO
 from transforms.urls import refusals as refusals_mod
 from transforms.urls.scope import UrlFilter
 
@@ -303,8 +303,8 @@ class RoundConfig:
     deepweb: ProbeConfig | None = None  # --deep_web forms: how forms are probed
     recrawl: RecrawlConfig | None = None   # --mode and the revisit settings (issue #13)
     shard: ShardConfig | None = None    # a sharded crawl's shard and partitioner
-    page_processes: int = 0     # worker processes for the page step (transforms.page.pool)
-    fetch_processes: int = 0     # child processes the fetch threads run in (transforms.fetch.fetchproc)
+    page_processes: int = 0     # worker processes for the page step (transforms.page.pool); AUTO
+    fetch_processes: int = 0     # child processes the fetch threads run in (transforms.fetch.fetchproc); AUTO
     memory_mb: int = 1024               # --memory_mb: the round's memory budget (roundpipeline)
 
     @property
@@ -337,9 +337,10 @@ class RoundConfig:
             round_no=round_no, now=now,
             generate=GenerateConfig(int(s["max_pages"]), int(s["max_per_host"]), int(s["max_depth"])),
             fetch=fetch, fetch_threads=int(s["fetch_threads"]), sitemaps=bool(s["sitemaps"]),
-            page_processes=(auto_processes() if s.get("page_processes", "auto") == "auto"
-                            else int(s["page_processes"])),
-            fetch_processes=fetch_processes(s.get("fetch_process", "auto")),
+            # "auto": sized where the step runs, by its cores there (transforms.procs.AUTO)
+            page_processes=(AUTO if s.get("page_processes", "auto") == "auto" else int(s["page_processes"])),
+            fetch_processes=(AUTO if s.get("fetch_process", "auto") == "auto"
+                             else fetch_processes(s["fetch_process"])),
             scope=scope,
             page=PageConfig(round_no=round_no, now=now, url_filter=scope,
                             max_retries=int(s["max_retries"]), retry_backoff=float(s["retry_backoff"]),

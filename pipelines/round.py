@@ -27,8 +27,10 @@ from pipelines.runner import run_pipeline
 from pipelines.sweep import sweep
 from pipelines.settings import UsageError, effective_round_settings
 from transforms import faults
+from transforms.fetch.fetchproc import fetch_processes
 from transforms.generate.select import due_mask
-from transforms.procs import HELPERS_MIN_PAGES
+from transforms.page.pool import auto_processes
+from transforms.procs import HELPERS_MIN_PAGES, resolved
 
 LOG = logging.getLogger("beamcrawl.round")
 LOOPBACK_NOTE = "note: --allow_loopback: connections to 127.0.0.0/8 and ::1 are allowed"
@@ -80,7 +82,8 @@ def _uses_helpers(crawl, prev, cfg) -> bool:
         pending = int(crawl.read_report(prev).get("page_sets", {}).get("pending") or 0)
     except (CrawlStateError, TypeError, ValueError, AttributeError):   # (reported where it is needed)
         return False
-    return (bool(cfg.fetch_processes or cfg.page_processes)
+    return (bool(resolved(cfg.fetch_processes, lambda: fetch_processes("auto"))
+                 or resolved(cfg.page_processes, auto_processes))
             and min(cfg.generate.max_pages, pending) >= HELPERS_MIN_PAGES)
 
 

@@ -9,7 +9,10 @@ own working directory (and dask local directory), so nothing leans on a shared l
 the crawl directory has to be one every process reaches (the S3 server, tests/s3server.py).
 Workers run without a nanny (a killed worker stays dead, as a machine that went away) and
 with one thread each. `worker_env` adds environment variables to one worker (e.g. a crash
-point for a worker-kill test). Logs: workdir/scheduler.log, workdir/worker-N/worker.log.
+point for a worker-kill test). `cpus` pins processes to cores with `taskset -c`: {"scheduler":
+"0-1", 1: "0", 2: "1"} (a key left out: not pinned); a worker's helper processes (page
+workers, fetch processes) inherit its affinity, and size themselves by it
+(transforms.procs.usable_cores). Logs: workdir/scheduler.log, workdir/worker-N/worker.log.
 """
 import json
 import os
@@ -23,13 +26,15 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 class DaskCluster:
-    def __init__(self, workdir, workers=2, threads=1, worker_env=None, python=sys.executable):
+    def __init__(self, workdir, workers=2, threads=1, worker_env=None, python=sys.executable, cpus=None):
         self.workdir = Path(workdir)
+        cpus = cpus or {}
+        pin = lambda who: ["taskset", "-c", str(cpus[who])] if who in cpus else []   # noqa: E731
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.python, self.procs, self.workers = python, [], {}
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         scheduler_file = self.workdir / "scheduler.json"
-        self._start([python, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
+        self._start([*pin("scheduler"), python, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
                      "--no-dashboard", "--scheduler-file", str(scheduler_file)],
                     self.workdir, self.workdir / "scheduler.log", env)
         self._wait(lambda: scheduler_file.exists() and scheduler_file.stat().st_size > 0, "scheduler")
@@ -38,7 +43,7 @@ class DaskCluster:
             d = self.workdir / f"worker-{i}"
             d.mkdir(exist_ok=True)
             self.workers[i] = self._start(
-                [python, "-m", "dask", "worker", self.address, "--host", "127.0.0.1", "--nthreads", str(threads),
+                [*pin(i), python, "-m", "dask", "worker", self.address, "--host", "127.0.0.1", "--nthreads", str(threads),
                  "--no-dashboard", "--no-nanny", "--death-timeout", "60", "--name", f"worker-{i}",
                  "--local-directory", str(d / "dask")],
                 d, d / "worker.log", {**env, **((worker_env or {}).get(i, {}))})

@@ -68,6 +68,17 @@ def warm_fork_server() -> threading.Thread:
     return thread
 
 
+# a helper count (--page_processes, --fetch_process) of "auto", left to the process that runs
+# the step: sized by the cores it may run on there, not by those of the process that built
+# the round (a launcher on a laptop, a Dask worker on a machine of its own or pinned to a core)
+AUTO = -1
+
+
+def resolved(count: int, auto) -> int:
+    """`count`, or `auto()` (in this process) when it is AUTO."""
+    return auto() if count == AUTO else count
+
+
 def usable_cores() -> int:
     """The cores this process may run on (its affinity where the OS tells it), at least 1."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()

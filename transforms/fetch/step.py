@@ -29,12 +29,12 @@ import pyarrow as pa
 
 from schemas import tables
 from transforms.fetch import render
-from transforms.fetch.fetchproc import FetchFleet
+from transforms.fetch.fetchproc import FetchFleet, fetch_processes
 from transforms.fetch.gcpause import full_collections_deferred
 from transforms.fetch.hostjob import fetch_pool, fetch_unit
 from transforms.fetch.politeness import HOST, UnitKeys
 from transforms.fetch.progress import ERROR_OUTCOMES, FetchProgress, ProgressReporter
-from transforms.procs import HELPERS_MIN_PAGES
+from transforms.procs import HELPERS_MIN_PAGES, resolved
 from transforms.tableio.globalwindow import in_global_window
 from transforms.tableio.sideinput import side_input_of
 from transforms.tableio.join import JoinTables
@@ -72,6 +72,7 @@ class FetchHosts(beam.DoFn):
         self._renderer = render.open_pool(self.config.render)   # --render: this worker's browser
         self._pool, self._factory = fetch_pool(self.config, self.threads, self._renderer)
         self._process = None
+        self._processes = resolved(self.processes, lambda: fetch_processes("auto"))   # this worker's cores
         m = beam.metrics.Metrics
         self._pages, self._bytes = m.counter("fetch", "pages"), m.counter("fetch", "bytes")
         self._errors, self._hosts = m.counter("fetch", "errors"), m.counter("fetch", "hosts")
@@ -158,9 +159,9 @@ class FetchHosts(beam.DoFn):
         if self._started is None:
             self._started = time.perf_counter()
             self._start_progress(planned)
-            if (self._process is None and self.processes > 0 and self._renderer is None
+            if (self._process is None and self._processes > 0 and self._renderer is None
                     and (planned or 0) >= self.min_pages):   # (they start meanwhile)
-                self._process = FetchFleet(self.config, self.threads, self.processes).start()
+                self._process = FetchFleet(self.config, self.threads, self._processes).start()
         self._jobs.append((unit, members))
         return ()
 

@@ -27,7 +27,7 @@ from transforms.page.boilerplate import (
 )
 from transforms.page.fate import filter_bundle, page_fate
 from transforms.page.focus import TOPIC_TERMS
-from transforms.page.pool import FatePool, SignPool
+from transforms.page.pool import FatePool, SignPool, auto_processes
 from transforms.page.visited import (
     TEXT_FOR_MINHASH,
     build_table,
@@ -37,7 +37,7 @@ from transforms.page.visited import (
     visited_stats,
     visited_table,
 )
-from transforms.procs import HELPERS_MIN_PAGES
+from transforms.procs import HELPERS_MIN_PAGES, resolved
 from transforms.tableio.globalwindow import in_global_window
 from transforms.tableio.sideinput import side_input_of
 from transforms.tableio.step import ReadSpilled, RowsToTables
@@ -142,6 +142,7 @@ class PageFates(beam.DoFn):
 
     def setup(self):
         self._pool = None
+        self._processes = resolved(self.processes, auto_processes)   # this worker's cores
 
     def start_bundle(self):
         self._seconds, self._seen = 0.0, 0
@@ -157,8 +158,8 @@ class PageFates(beam.DoFn):
 
     def process(self, page, planned=0):
         self._seen += 1
-        if self._pool is None and self.processes > 0 and max(planned or 0, self._seen - 1) >= self.min_pages:
-            self._pool = FatePool(self.config, self.processes, inflight_pages=self.inflight_pages,
+        if self._pool is None and self._processes > 0 and max(planned or 0, self._seen - 1) >= self.min_pages:
+            self._pool = FatePool(self.config, self._processes, inflight_pages=self.inflight_pages,
                                   pickled_links=self.pickled_links)
         if self._pool is not None:
             for fates, seconds in self._pool.submit(page):
@@ -192,11 +193,14 @@ class VisitedTables(beam.DoFn):
     def __init__(self, processes=0):
         self.processes = int(processes)
 
+    def setup(self):
+        self._processes = resolved(self.processes, auto_processes)   # this worker's cores
+
     def start_bundle(self):
         self._signer, self._pending = None, None
 
     def process(self, rows):
-        if self._signer is None and self.processes > 0 and len(rows) >= SignPool.MIN_TEXTS:
+        if self._signer is None and self._processes > 0 and len(rows) >= SignPool.MIN_TEXTS:
             self._signer = SignPool().start()   # (a small round starts none)
         if self._signer is None:
             yield visited_table(rows)
