@@ -13,6 +13,10 @@ another. The launcher is `python -m pipelines.crawl ... --runner pipelines.daskr
   other worker and the round completes there; running the same command again (it stops at a
   page budget) changes nothing. The committed state is the uninterrupted crawl's: no page
   lost, none twice; no host had two requests in flight at once.
+- A round big enough for fetch processes (HELPERS_MIN_PAGES, the medium web): the killed
+  worker's children (fork server, fetch processes, page worker) are gone within 3 s of it, and
+  the round completes on the other worker with each URL visited once. (In the small web's
+  rounds above no child process starts.)
 """
 import os
 import subprocess
@@ -116,3 +120,74 @@ def test_a_worker_killed_mid_fetch_costs_no_page_and_rerunning_changes_nothing(
     assert again.stdout.strip().endswith("0 rounds run"), again.stdout[-2000:]   # the budget was reached
     _check_server_log([r for r in simweb_small.requests() if start <= r["start"] <= end])
     _check_committed(d, flags, in_process)
+
+
+def _pending(crawl):
+    return int(crawl.read_report(crawl.last_committed()).get("page_sets", {}).get("pending") or 0)
+
+
+class _Descendants:
+    """Every process under `pid` seen while it lived (sampled every 20 ms in a thread)."""
+
+    def __init__(self, pid):
+        import threading
+        self.pid, self.seen, self._stop = pid, {}, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        import psutil
+        try:
+            top = psutil.Process(self.pid)
+            while not self._stop.is_set() and top.is_running():
+                for p in top.children(recursive=True):
+                    self.seen.setdefault(p.pid, p)
+                self._stop.wait(0.02)
+        except psutil.Error:
+            pass
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+        return list(self.seen.values())
+
+
+def test_a_killed_workers_fetch_processes_stop_with_it(simweb_factory, s3_server, tmp_path):
+    """A round of HELPERS_MIN_PAGES pages or more fetches in child processes of each worker
+    (transforms.fetch.fetchproc). When the worker is SIGKILLed mid-fetch its children lose
+    their parent's pipe and must stop at once: one that went on fetching its hosts (for
+    seconds: 0.2 s between a host's requests here) would hit them beside the worker that
+    takes over the lost task, and record nothing."""
+    import psutil
+
+    from transforms.procs import HELPERS_MIN_PAGES
+    web = simweb_factory("medium", seed=1)
+    d, flags = f"s3://{s3server.BUCKET}/dask-worker-killed-with-helpers", s3_server.beam_flags()
+    crawlstate.start_crawl(web, d, "--max_pages", "600", "--max_per_host", "100", "--delay_per_host", "0.2",
+                           "--politeness_key", "host", *flags)
+    storage.use(flags)
+    crawl = CrawlDir(d)
+    for _ in range(6):   # small rounds in-process until the next one plans enough pages
+        if _pending(crawl) >= HELPERS_MIN_PAGES:
+            break
+        crawlstate.run_rounds(d, "--rounds", "1", "--delay_per_host", "0", *flags)
+    assert _pending(crawl) >= HELPERS_MIN_PAGES, "the medium web never offered a round with fetch processes"
+    before = crawl.last_committed()
+    with DaskCluster(tmp_path / "cluster", workers=2, worker_env={1: {"BEAMCRAWL_CRASH_AT": "fetch"}}) as cluster:
+        under = _Descendants(cluster.workers[1].pid)
+        (tmp_path / "launcher").mkdir()
+        run = subprocess.Popen([sys.executable, "-m", "pipelines.crawl", "--crawl_dir", d, "--rounds", "1", *flags,
+                                *cluster.beam_flags()],
+                               cwd=tmp_path / "launcher", env={**os.environ, "PYTHONPATH": str(crawlstate.REPO)},
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert cluster.workers[1].wait(timeout=600) == -9, "worker 1 was not killed in the fetch"
+        children = under.stop()
+        gone, alive = psutil.wait_procs(children, timeout=3)
+        out, err = run.communicate(timeout=1200)
+    assert not alive, f"{len(alive)} of worker 1's {len(children)} processes outlived it by 3 s (pids {[p.pid for p in alive]})"
+    assert len(children) >= 2, f"worker 1 started no fetch processes ({children})"
+    assert run.returncode == 0, err[-4000:]   # finished on worker 2
+    storage.use(flags)
+    assert crawl.last_committed() == before + 1
+    visited = crawl.read_table("visited", before + 1).column("url").to_pylist()
+    assert len(visited) >= HELPERS_MIN_PAGES and len(visited) == len(set(visited))
