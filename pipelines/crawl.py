@@ -10,7 +10,7 @@ import dataclasses
 import sys
 
 # pipelines.cli first: it quiets the log lines Beam prints while it is imported
-from pipelines import cli
+from pipelines import cli, roundsize
 from pipelines import focused
 from pipelines import report as report_mod
 from pipelines import round as round_mod
@@ -36,10 +36,10 @@ def run_crawl(argv, out=print):
         round_cmd = cmd
         if v["max_total_pages"] is not None:  # the last round takes only what the budget leaves
             defaults = crawl.read_config().get("round_defaults", {})
-            per_round = effective_round_settings(cmd.given, defaults)["max_pages"]
-            remaining = v["max_total_pages"] - downloaded
-            if remaining < per_round:
-                round_cmd = dataclasses.replace(cmd, given=dict(cmd.given, max_pages=remaining))
+            settings = effective_round_settings(cmd.given, defaults)
+            given = roundsize.within_budget(cmd.given, settings, downloaded, v["max_total_pages"] - downloaded)
+            if given is not cmd.given:
+                round_cmd = dataclasses.replace(cmd, given=given)
         try:
             report = round_mod.next_round(round_cmd, out, noted)
         except cli.Notice as e:

@@ -14,7 +14,7 @@ import sys
 import time
 
 # pipelines.cli first: it quiets the log lines Beam prints while it is imported
-from pipelines import cli, fleet
+from pipelines import cli, fleet, roundsize
 from pipelines import focused
 from pipelines import report as report_mod
 from pipelines.config import ConfigError, RoundConfig
@@ -100,6 +100,8 @@ def next_round(cmd, out=print, noted=None):
                               f"`beamcrawl inject --crawl_dir {crawl.path} --seed URL` first.")
     round_no = prev + 1
     settings = effective_round_settings(cmd.given, config.get("round_defaults", {}))
+    if settings["round_growth"]:   # a round's size grows with the pages downloaded so far
+        settings = roundsize.sized(settings, crawl.read_report(prev).get("page_sets", {}).get("downloaded", 0))
     now = time.time() if cmd.values.get("round_time") is None else cmd.values["round_time"]
     cfg = round_config(settings, round_no, now)   # bad flags fail before any write
     cfg = focused.with_docfreq(cfg, crawl, prev)   # vertical: the crawl's document frequencies
