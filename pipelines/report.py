@@ -24,7 +24,7 @@ from pipelines import cli
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.config import settings_signatures
-from pipelines import crawlsummary, focused, ordering_report
+from pipelines import crawlsummary, focused, ordering_report, roundsize
 from pipelines.crawldir import CrawlDir, CrawlStateError
 from pipelines.settings import UsageError
 from transforms.contentseen.clusters import near_report
@@ -91,13 +91,17 @@ def round_report(crawl, round_no, prev, settings, started, ended, result=None):
     prev_sets = prev_report.get("page_sets", {})
     visited = int(stats.get("visited", 0))
     frontier = int(stats.get("frontier_rows", 0))
-    pending = int(stats.get("pending", 0))
     wall = max(ended - started, 1e-9)
     filtered = {k[len("filtered_"):]: v for k, v in stats.items() if k.startswith("filtered_")}
     by_status = {k[len("status_"):]: v for k, v in stats.items() if k.startswith("status_")}
     outcomes = {k[len("outcome_"):]: v for k, v in stats.items() if k.startswith("outcome_")}
     # refused by a setting (the address guard): a visited row, but nothing was downloaded
     refused = {k[len("refused_guard_"):]: v for k, v in stats.items() if k.startswith("refused_guard_")}
+    downloaded = (int(prev_sets.get("downloaded", 0)) + visited - sum(refused.values())
+                  - int(stats.get("revisited", 0)))
+    # pending: what the next round can fetch, cut at that round's size (--round_growth: larger)
+    pending = (min(int(stats["schedulable"]), roundsize.round_pages(settings, downloaded))
+               if "schedulable" in stats else int(stats.get("pending", 0)))
     return {
         "round": round_no,
         "strategy": settings.get("strategy"),
@@ -124,8 +128,7 @@ def round_report(crawl, round_no, prev, settings, started, ended, result=None):
         "wall_seconds": round(wall, 3),
         "pages_per_second": round(visited / wall, 2),
         "page_sets": {
-            "downloaded": int(prev_sets.get("downloaded", 0)) + visited - sum(refused.values())
-            - int(stats.get("revisited", 0)),
+            "downloaded": downloaded,
             # visited pages whose estimated P(changed since the last visit) > --expired_threshold,
             # at the round's clock before its revisits (incremental mode; 0 in batch mode)
             "expired": int(stats.get("recrawl_expired", 0)),

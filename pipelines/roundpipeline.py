@@ -120,7 +120,10 @@ def _schedulable(table, now, max_depth):
 
 
 def _pending(per_host, cap, k):
-    return {"pending": min(k, sum(min(c, cap) for c in per_host.values()))}
+    """URLs this round's Generate could pick (`pending`, at most k) and before the cut at k
+    (`schedulable`: the report cuts it at the next round's size, pipelines/roundsize.py)."""
+    schedulable = sum(min(c, cap) for c in per_host.values())
+    return {"pending": min(k, schedulable), "schedulable": schedulable}
 
 
 def previous_signatures(crawl, round_no):
