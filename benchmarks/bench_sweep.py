@@ -14,7 +14,8 @@ time_split (fetch: the fetch bundles' wall, summed; parse; crawl-DB work = URL-s
 writes; score), the round's peak tree PSS and largest process RSS. Ends with the whole
 crawl's figures (coverage, robots violations, repeats from nginx's log), pages/s over the
 first and the second half of the pages, and a PNG of pages/s and peak memory against pages
-crawled so far. No figure is asserted.
+crawled so far. With --stages, also the steps that grow and the crawl-DB work a round and a
+page by crawl size (`old_side_by_size`). No figure is asserted.
 """
 from __future__ import annotations
 
@@ -115,6 +116,51 @@ def stage_growth(stages, split: RoundSplitter, rows, top=12) -> list[tuple]:
     return sorted(out, key=lambda x: x[1] - x[2])[:top]
 
 
+# the steps that read what the whole crawl knows, whatever the round's size (issue #53)
+OLD_SIDE = ("ContentSeen/ProbeVisited/ProbeNarrow", "ContentSeen/NearClusters/OldPages",
+            "UrlSeen/BucketSeenHits", "ContentSeen/ExactDuplicates/OldMatching")
+
+
+def old_side_by_size(stages, split: RoundSplitter, rows, bands=4) -> list[dict]:
+    """The crawl-DB work a round and a page, by crawl size: each stage goes to the round whose
+    commit follows it (as in `stage_growth`); "old side" is the stages running any of OLD_SIDE
+    (with whatever is fused into them). Over the rounds of at least half the median round's
+    pages (tail rounds left out), in `bands` equal bands of the pages crawled before the round:
+    rounds, old-side seconds a round and µs a page, all stages' ms a page. Empty when no
+    stage ran an OLD_SIDE step (the names changed: update OLD_SIDE)."""
+    import bisect
+    import collections
+    import statistics
+    order = sorted(split.commit_at.items(), key=lambda kv: kv[1])
+    ends = [at for _, at in order]
+    old, every, found = collections.Counter(), collections.Counter(), False
+    for st in stages:
+        i = bisect.bisect_left(ends, st["at"])
+        if i >= len(order):
+            continue
+        r = order[i][0]
+        every[r] += st["seconds"]
+        if any(t in OLD_SIDE for t in st["transforms"]):
+            old[r] += st["seconds"]
+            found = True
+    if not found or not rows:
+        return []
+    floor = statistics.median(x["pages"] for x in rows) / 2
+    full = [x for x in rows if x["pages"] >= floor]
+    total = sum(x["pages"] for x in rows)
+    out = []
+    for b in range(bands):
+        lo, hi = total * b / bands, total * (b + 1) / bands
+        xs = [x for x in full if lo <= x["pages_before"] < hi]
+        pages = sum(x["pages"] for x in xs)
+        if not xs or not pages:
+            continue
+        o, a = sum(old[x["round"]] for x in xs), sum(every[x["round"]] for x in xs)
+        out.append({"pages_before": [int(lo), int(hi)], "rounds": len(xs), "old_side_s_per_round": o / len(xs),
+                    "old_side_us_per_page": 1e6 * o / pages, "stages_ms_per_page": 1e3 * a / pages})
+    return out
+
+
 def fmt_rounds(rows) -> str:
     cols = ["round", "pages before", "pages", "wall s", "pages/s", "cores", "fetch s (bundles)",
             "parse s", "crawl-DB s", "score s", "peak PSS MB", "largest MB"]
@@ -201,6 +247,14 @@ def main(argv=None):
         print("\nsteps that grow: seconds a round, first half of the pages -> second half")
         for k, first, second in growth:
             print(f"  {first:6.2f} -> {second:6.2f}  {k}")
+        by_size = old_side_by_size(stages, split, rows)
+        whole["old_side_by_size"] = by_size
+        print("\ncrawl-DB work (old-side stages) by pages crawled before the round, tail rounds left out:")
+        for b in by_size or [None]:
+            print("  no old-side stage found: update bench_sweep.OLD_SIDE" if b is None else
+                  f"  {b['pages_before'][0]:>8}-{b['pages_before'][1]:<8} {b['rounds']:4d} rounds  "
+                  f"{b['old_side_s_per_round']:6.3f} s a round  {b['old_side_us_per_page']:7.1f} µs a page  "
+                  f"all stages {b['stages_ms_per_page']:.3f} ms a page")
     (a.work / f"sweep-{a.config}.json").write_text(json.dumps({"whole": whole, "rounds": rows}, indent=1))
     print(json.dumps(whole, indent=1))
     png = a.plot or a.work / f"sweep-{a.config}.png"

@@ -223,3 +223,28 @@ def test_the_sweep_names_the_steps_that_grow_with_the_crawl():
     assert growth["ContentSeen/Probe"] == (1.0, 4.0)
     assert growth["fetch"] == (5.0, 0.0)
     assert "Inject/Seeds" not in growth and list(growth)[0] == "ContentSeen/Probe"
+
+
+def test_the_sweep_gives_the_crawl_db_work_a_round_and_a_page_by_crawl_size():
+    """Old-side stages (OLD_SIDE) by the pages crawled before their round, in bands of the
+    crawl's pages; a tail round (under half the median round) is left out."""
+    from benchmarks.bench_sweep import RoundSplitter, old_side_by_size
+    split = RoundSplitter(".")
+    split.commit_at = {0: 100.0, 1: 110.0, 2: 120.0, 3: 130.0, 4: 140.0}
+    rows = [{"round": r, "pages_before": b, "pages": n}
+            for r, b, n in ((1, 0, 1500), (2, 1500, 1500), (3, 3000, 2000), (4, 5000, 10))]
+    probe = ["ContentSeen", "ContentSeen/ProbeVisited/ProbeNarrow"]
+    stages = [{"at": 101.0, "seconds": 3.0, "transforms": ["Fetch/Fetch"]},
+              {"at": 102.0, "seconds": 0.5, "transforms": probe},
+              {"at": 112.0, "seconds": 0.5, "transforms": ["UrlSeen/BucketSeenHits", "UrlSeen"]},
+              {"at": 125.0, "seconds": 2.0, "transforms": probe},
+              {"at": 126.0, "seconds": 4.0, "transforms": ["Fetch/Fetch"]},
+              {"at": 135.0, "seconds": 9.0, "transforms": probe}]          # the tail round
+    bands = old_side_by_size(stages, split, rows, bands=2)
+    assert [b["rounds"] for b in bands] == [2, 1]
+    assert bands[0]["old_side_s_per_round"] == 0.5
+    assert bands[0]["old_side_us_per_page"] == pytest.approx(1e6 / 3000)   # 1 s over 3 000 pages
+    assert bands[0]["stages_ms_per_page"] == pytest.approx(4e3 / 3000)     # (3 + 0.5 + 0.5) s
+    assert bands[1]["old_side_us_per_page"] == 1000.0 and bands[1]["stages_ms_per_page"] == 3.0
+    renamed = [dict(s, transforms=["Other/Step"]) for s in stages]
+    assert old_side_by_size(renamed, split, rows) == []
