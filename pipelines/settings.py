@@ -211,9 +211,8 @@ ROUND_SETTINGS = {s.name: s for s in [
       "pages downloaded so far), at most --max_round_pages: the crawl-DB work a page costs stays "
       "flat as the crawl grows, the round's memory grows with it (0: every round --max_pages; "
       "pipelines/roundsize.py).", between(0.0, 1.0)),
-    S("max_round_pages", int, 50000, "ordering", "Cap of a round grown by --round_growth "
-      "(0: none; a 45 000-page round's process tree peaked at 0.5-0.8 GB on the benchmark webs, "
-      "benchmarks/RESULTS.md).", at_least(0)),
+    S("max_round_pages", int, 50000, "ordering", "Cap of a round grown by --round_growth (0: none; "
+      "a 45 000-page round's processes peaked at 0.5-0.8 GB, benchmarks/RESULTS.md).", at_least(0)),
     S("strategy", str, "bfs", "ordering", "Ordering that scores the frontier: bfs, backlinks, "
       "url_importance, preference, partial_pagerank, opic, larger_sites_first, random; dfs "
       "(deepest first: to reach a site's deep section in few rounds, with --max_depth; a poor "
