@@ -100,8 +100,7 @@ def round_report(crawl, round_no, prev, settings, started, ended, result=None):
     downloaded = (int(prev_sets.get("downloaded", 0)) + visited - sum(refused.values())
                   - int(stats.get("revisited", 0)))
     # pending: what the next round can fetch, cut at that round's size (--round_growth: larger)
-    pending = (min(int(stats["schedulable"]), roundsize.round_pages(settings, downloaded))
-               if "schedulable" in stats else int(stats.get("pending", 0)))
+    pending = min(int(stats.get("schedulable", 0)), roundsize.round_pages(settings, downloaded))
     return {
         "round": round_no,
         "strategy": settings.get("strategy"),

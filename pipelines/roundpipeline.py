@@ -119,11 +119,10 @@ def _schedulable(table, now, max_depth):
     return dict(zip(g.column("host").to_pylist(), g.column("fp_count").to_pylist()))
 
 
-def _pending(per_host, cap, k):
-    """URLs this round's Generate could pick (`pending`, at most k) and before the cut at k
-    (`schedulable`: the report cuts it at the next round's size, pipelines/roundsize.py)."""
-    schedulable = sum(min(c, cap) for c in per_host.values())
-    return {"pending": min(k, schedulable), "schedulable": schedulable}
+def _pending(per_host, cap):
+    """The due URLs the next round's Generate could pick, at most `cap` a host (`schedulable`;
+    the report cuts it at the next round's size: its pending page set, pipelines/roundsize.py)."""
+    return {"schedulable": sum(min(c, cap) for c in per_host.values())}
 
 
 def previous_signatures(crawl, round_no):
@@ -359,13 +358,12 @@ def build_round(p, crawl, cfg, plan, attempt, seeds=(), do_fetch=True, revisits=
                   | "SumSchedulable" >> beam.CombineGlobally(sum_dicts))
         stats.append(counts | "FrontierRows" >> beam.Map(lambda c: {"frontier_rows": c.get(_ROWS, 0)}))
         pending = counts | "Pending" >> beam.Map(
-            lambda c, cap, k: _pending({h: n for h, n in c.items() if h != _ROWS}, cap, k),
-            gen.max_per_host, gen.max_pages)
+            lambda c, cap: _pending({h: n for h, n in c.items() if h != _ROWS}, cap), gen.max_per_host)
     else:
         pending = (new_frontier
                    | "Schedulable" >> beam.Map(_schedulable, cfg.now, gen.max_depth)
                    | "SumSchedulable" >> beam.CombineGlobally(sum_dicts)
-                   | "Pending" >> beam.Map(_pending, gen.max_per_host, gen.max_pages))
+                   | "Pending" >> beam.Map(_pending, gen.max_per_host))
     stats.append(pending)
 
     # write round N: frontier, filtered, links, hosts and the counters of the report
