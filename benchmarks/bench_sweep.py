@@ -92,26 +92,34 @@ def round_rows(crawl_dir: Path, split: RoundSplitter) -> list[dict]:
     return rows
 
 
-def stage_growth(stages, split: RoundSplitter, rows, top=12) -> list[tuple]:
-    """Which steps grow with the crawl: each stage (stagetimer line, `at` epoch) goes to the
-    round whose commit follows it; per step (the transforms fused into the stage), mean
-    seconds a round over the fetch rounds of the first and of the second half of the pages.
-    Returns (step, first half s/round, second half s/round), largest growth first."""
+def stages_by_round(stages, split: RoundSplitter):
+    """(round, stage) for each stage (stagetimer line, `at` epoch): the round whose commit
+    follows it; stages after the last commit are left out."""
     import bisect
-    import collections
     order = sorted(split.commit_at.items(), key=lambda kv: kv[1])
     ends = [at for _, at in order]
+    for st in stages:
+        i = bisect.bisect_left(ends, st["at"])
+        if i < len(order):
+            yield order[i][0], st
+
+
+def stage_growth(stages, split: RoundSplitter, rows, top=12) -> list[tuple]:
+    """Which steps grow with the crawl: each stage goes to its round (`stages_by_round`);
+    per step (the transforms fused into the stage), mean seconds a round over the fetch
+    rounds of the first and of the second half of the pages.
+    Returns (step, first half s/round, second half s/round), largest growth first."""
+    import collections
     total = sum(x["pages"] for x in rows)
     half = {x["round"]: x["pages_before"] >= total / 2 for x in rows}
     n = collections.Counter(half.values())
     per = collections.defaultdict(lambda: [0.0, 0.0])
-    for st in stages:
-        i = bisect.bisect_left(ends, st["at"])
-        if i >= len(order) or order[i][0] not in half:
+    for r, st in stages_by_round(stages, split):
+        if r not in half:
             continue
         kind = "fetch" if any(t.startswith("Fetch") for t in st["transforms"]) else \
             ", ".join(t for t in st["transforms"] if "/" in t)[:110] or ", ".join(st["transforms"])[:110]
-        per[kind][half[order[i][0]]] += st["seconds"]
+        per[kind][half[r]] += st["seconds"]
     out = [(k, v[0] / max(1, n[False]), v[1] / max(1, n[True])) for k, v in per.items()]
     return sorted(out, key=lambda x: x[1] - x[2])[:top]
 
@@ -122,23 +130,16 @@ OLD_SIDE = ("ContentSeen/ProbeVisited/ProbeNarrow", "ContentSeen/NearClusters/Ol
 
 
 def old_side_by_size(stages, split: RoundSplitter, rows, bands=4) -> list[dict]:
-    """The crawl-DB work a round and a page, by crawl size: each stage goes to the round whose
-    commit follows it (as in `stage_growth`); "old side" is the stages running any of OLD_SIDE
-    (with whatever is fused into them). Over the rounds of at least half the median round's
-    pages (tail rounds left out), in `bands` equal bands of the pages crawled before the round:
-    rounds, old-side seconds a round and µs a page, all stages' ms a page. Empty when no
-    stage ran an OLD_SIDE step (the names changed: update OLD_SIDE)."""
-    import bisect
+    """The crawl-DB work a round and a page, by crawl size: each stage goes to its round
+    (`stages_by_round`); "old side" is the stages running any of OLD_SIDE (with whatever is
+    fused into them). Over the rounds of at least half the median round's pages (tail
+    rounds left out), in `bands` equal bands of the pages crawled before the round: rounds,
+    old-side seconds a round and µs a page, all stages' ms a page. Empty when no stage ran
+    an OLD_SIDE step (the names changed: update OLD_SIDE)."""
     import collections
     import statistics
-    order = sorted(split.commit_at.items(), key=lambda kv: kv[1])
-    ends = [at for _, at in order]
     old, every, found = collections.Counter(), collections.Counter(), False
-    for st in stages:
-        i = bisect.bisect_left(ends, st["at"])
-        if i >= len(order):
-            continue
-        r = order[i][0]
+    for r, st in stages_by_round(stages, split):
         every[r] += st["seconds"]
         if any(t in OLD_SIDE for t in st["transforms"]):
             old[r] += st["seconds"]
