@@ -56,7 +56,10 @@ TAGS = ["div", "p", "li", "ul", "td", "h1", "section", "main", "article", "span"
         "em", "img", "br", "nav", "header", "footer", "aside", "menu", "table", "tr"]
 ATTRS = ["", " class='x'", " class='SideBar other'", " class='toc'", " role=navigation",
          " role=' Banner '", " role=main", " hidden", " aria-hidden=true", " aria-hidden=' TRUE'",
-         " aria-hidden=false", " href='/x'", " id=a", " class=''"]
+         " aria-hidden=false", " href='/x'", " id=a", " class=''",
+         # several attributes: the walk tests each class string once, then the others
+         " class='x' role=navigation", " class='NAV x'", " class='x' hidden", " role=main class='toc'",
+         " href='/x' class='y' aria-hidden=true", " class='x' role=main"]
 TEXTS = ["", " ", "word", "two words", "  spaced \n out\t", "é ü", "\u00a0nbsp\u00a0"]
 
 

@@ -39,16 +39,25 @@ def is_chrome(el) -> bool:
     attrib = el.attrib
     if not attrib:
         return False
+    cls = attrib.get("class")
+    return (bool(cls) and _chrome_class(cls)) or _marked_chrome(attrib)
+
+
+def _chrome_class(cls: str) -> bool:
+    """A class attribute naming one of CHROME_CLASSES (any case)."""
+    return not CHROME_CLASSES.isdisjoint(cls.lower().split())
+
+
+def _marked_chrome(attrib) -> bool:
+    """Chrome by role, `hidden` or `aria-hidden=true` (the attributes other than class)."""
     role = attrib.get("role")
     if role is not None and role.strip().lower() in CHROME_ROLES:
         return True
-    if "hidden" in attrib or attrib.get("aria-hidden", "").strip().lower() == "true":
-        return True
-    cls = attrib.get("class")
-    return bool(cls) and any(c in CHROME_CLASSES for c in cls.lower().split())
+    return "hidden" in attrib or attrib.get("aria-hidden", "").strip().lower() == "true"
 
 
 _CHROME_ATTRS = frozenset(["role", "hidden", "aria-hidden", "class"])   # what is_chrome reads
+_MARKS = frozenset(["role", "hidden", "aria-hidden"])   # what _marked_chrome reads
 
 
 def _block(parts: list[str]) -> str:
@@ -68,13 +77,16 @@ def blocks_and_text(root) -> tuple[list[str], str]:
     A depth-first walk over the children lists with an explicit stack (no recursion limit,
     no per-node events): a block-level element ends the run before it and the run at its
     end; an inline element, a skipped chrome subtree, a comment or a processing
-    instruction does not (their tails join the run around them). `is_chrome` is asked only
-    of elements with an attribute it reads."""
+    instruction does not (their tails join the run around them). `is_chrome`'s attribute
+    test runs only for elements with an attribute it reads."""
     blocks: list[str] = []
     run: list[str] = []
     every: list[str] = []     # every text node, in itertext's order
     append, keep = run.append, every.append
-    inline, chrome_tags, chrome_attrs = INLINE_TAGS, CHROME_TAGS, _CHROME_ATTRS
+    inline, chrome_tags, chrome_attrs, marks = INLINE_TAGS, CHROME_TAGS, _CHROME_ATTRS, _MARKS
+    # each distinct class attribute is tested once a walk: a page repeats a few class strings
+    # on most of its elements (a Debian documentation page: ~130 such elements)
+    by_class = {None: False, "": False}
     if root.text:
         append(root.text)
         keep(root.text)
@@ -89,8 +101,17 @@ def blocks_and_text(root) -> tuple[list[str], str]:
                     append(tail)
                     keep(tail)
                 continue
-            if tag in chrome_tags or ((keys := el.keys()) and not chrome_attrs.isdisjoint(keys)
-                                      and is_chrome(el)):
+            if tag in chrome_tags:
+                chrome = True
+            elif (keys := el.keys()) and not chrome_attrs.isdisjoint(keys):   # is_chrome's test
+                cls = el.get("class")
+                chrome = by_class.get(cls)
+                if chrome is None:
+                    chrome = by_class[cls] = _chrome_class(cls)
+                chrome = chrome or (not marks.isdisjoint(keys) and _marked_chrome(el.attrib))
+            else:
+                chrome = False
+            if chrome:
                 every.extend(el.itertext())   # chrome: in the text, not in the blocks
                 tail = el.tail
                 if tail:
