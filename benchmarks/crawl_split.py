@@ -60,13 +60,32 @@ class CpuSampler(threading.Thread):
             self.samples.append((time.time(), self._cpu()))
             time.sleep(self.period)
 
+    def cpu_at(self, t) -> float:
+        """The tree's CPU seconds at time t, interpolated between the samples around it."""
+        return cpu_at(self.samples, t)
+
     def cores(self, t0, t1) -> float:
-        """The tree's busy cores between t0 and t1 (epoch seconds), from the nearest samples."""
-        ts = [s[0] for s in self.samples]
-        i, j = bisect.bisect_left(ts, t0), bisect.bisect_right(ts, t1) - 1
-        if j <= i:
+        """The tree's busy cores between t0 and t1 (epoch seconds). Interpolated, so a stage
+        shorter than the sampling period gets the rate around it (not 0, which counted every
+        short stage idle) and the parts of a crawl add up to its CPU."""
+        if t1 <= t0:
             return 0.0
-        return (self.samples[j][1] - self.samples[i][1]) / (ts[j] - ts[i])
+        return (self.cpu_at(t1) - self.cpu_at(t0)) / (t1 - t0)
+
+
+def cpu_at(samples, t) -> float:
+    """Cumulative CPU at time t from sorted (time, cumulative CPU) samples: linear between
+    the two around t, the first or last sample's outside them."""
+    if not samples:
+        return 0.0
+    ts = [s[0] for s in samples]
+    j = bisect.bisect_left(ts, t)
+    if j == 0:
+        return samples[0][1]
+    if j == len(samples):
+        return samples[-1][1]
+    (ta, ca), (tb, cb) = samples[j - 1], samples[j]
+    return ca + (cb - ca) * (t - ta) / (tb - ta) if tb > ta else cb
 
 
 def split(stages, sampler, t_start, t_end, names=4):

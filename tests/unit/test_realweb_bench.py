@@ -248,3 +248,17 @@ def test_the_sweep_gives_the_crawl_db_work_a_round_and_a_page_by_crawl_size():
     assert bands[1]["old_side_us_per_page"] == 1000.0 and bands[1]["stages_ms_per_page"] == 3.0
     renamed = [dict(s, transforms=["Other/Step"]) for s in stages]
     assert old_side_by_size(renamed, split, rows) == []
+
+
+def test_the_crawl_split_counts_short_stages_busy_and_adds_up_to_the_crawls_cpu():
+    from benchmarks.crawl_split import CpuSampler, split
+    sampler = CpuSampler(pid=0)
+    sampler.samples = [(t * 0.05, t * 0.05 * 1.5) for t in range(41)]   # 1.5 cores for 2 s
+    # a 0.5 s fetch stage, then 30 stages of 10 ms (each shorter than the sampling period)
+    stages = [{"t0": 0.1, "seconds": 0.5, "transforms": ["Fetch/Fetch"]}]
+    stages += [{"t0": 0.7 + i * 0.03, "seconds": 0.01, "transforms": [f"S{i}"]} for i in range(30)]
+    groups, by_transforms = split(stages, sampler, 0.0, 2.0)
+    assert sum(seconds for seconds, _ in groups.values()) == pytest.approx(2.0)
+    assert sum(core_seconds for _, core_seconds in groups.values()) == pytest.approx(3.0)
+    assert groups["other stages"][1] / groups["other stages"][0] == pytest.approx(1.5)
+    assert by_transforms["S7"][1] == pytest.approx(0.015)
