@@ -71,6 +71,37 @@ def test_workers_can_hand_back_link_bundles_pickled_for_the_spill():
         assert repr(g) == repr(w)
 
 
+def _through_a_busy_pool(inline_max_bytes):
+    """(fates, batches sent to the worker, batches in all) of the test pages through one worker
+    that may hold one batch: every later batch finds it busy."""
+    pages = _pages() * 2
+    pool = FatePool(CONFIG, processes=1, batch=2, inflight=1, inline_max_bytes=inline_max_bytes)
+    got = []
+    try:
+        pool.wait_started()
+        for p in pages:
+            got += [f for fates, _ in pool.submit(p) for f in fates]
+        got += [f for fates, _ in pool.drain() for f in fates]
+    finally:
+        pool.close()
+    assert pool.broken is None
+    return got, pool.sent, len(pages) // 2
+
+
+def test_a_batch_with_a_big_page_waits_for_a_worker_and_is_never_parsed_inline():
+    """A page's parse tree is 20-30 times its size: a batch holding a page of at least
+    `inline_max_bytes` waits for the worker instead of being parsed in the fetching process.
+    The same fates either way."""
+    key = lambda f: repr(sorted(f.result.items()))
+    want = sorted((page_fate(p, CONFIG) for p in _pages() * 2), key=key)
+    waited, sent, batches = _through_a_busy_pool(inline_max_bytes=0)   # every batch is big
+    assert sent == batches
+    assert [repr(f) for f in sorted(waited, key=key)] == [repr(f) for f in want]
+    parsed_here, sent, batches = _through_a_busy_pool(inline_max_bytes=1 << 30)   # none is
+    assert sent < batches   # the worker was busy: without the limit, batches were parsed here
+    assert [repr(f) for f in sorted(parsed_here, key=key)] == [repr(f) for f in want]
+
+
 def _outputs(processes):
     tags = ("results", "pages", "links", "filtered")
     with TestPipeline() as p:

@@ -18,6 +18,13 @@ later batch are parsed in the fetching process instead, with one warning: nothin
 
 Small rounds stay inline: a pool is only started once a bundle has `min_pages` pages, so a
 round of a few hundred pages pays no process start-up.
+
+A batch holding a page of `INLINE_MAX_BYTES` or more is never parsed in the fetching process
+while a worker is up: it waits for a worker to take it. Parsing an HTML page builds a tree of
+20-30 times its size (a 3.5 MB highlighted-source page: +100 MB, a 9.5 MB one: +200 MB): on the
+Debian-docs web such a page parsed inline made the round's process's peak, 567-591 MB, and
+457-479 MB with them sent to the worker (benchmarks/RESULTS.md, fourth sitting), at the same
+pages/s or better.
 """
 import collections
 import logging
@@ -31,6 +38,13 @@ from transforms.procs import Helper, answer, usable_cores, wait_any
 from transforms.tableio.pickled import Pickled, encode
 
 log = logging.getLogger(__name__)
+
+
+INLINE_MAX_BYTES = 1 << 20   # a batch with a page of this many bytes waits for a worker
+
+
+def _largest_body(pages) -> int:
+    return max((len(p.get("body") or b"") for p in pages), default=0)
 
 
 def auto_processes(cores=None) -> int:
@@ -88,8 +102,10 @@ class FatePool:
     the CPU, so this process parses a quarter to a third of the batches itself.)
     """
 
-    def __init__(self, config, processes, batch=16, inflight=None, inflight_pages=0, pickled_links=False):
+    def __init__(self, config, processes, batch=16, inflight=None, inflight_pages=0, pickled_links=False,
+                 inline_max_bytes=INLINE_MAX_BYTES):
         self.config, self.processes, self.batch = config, processes, batch
+        self.inline_max_bytes = inline_max_bytes   # a batch with a page this big waits for a worker
         self.pickled_links = pickled_links   # the workers' fates carry `Pickled` link bundles
         self.inflight = inflight or max(4 * processes, int(inflight_pages) // batch)
         self._queue, self._workers = [], []
@@ -137,19 +153,37 @@ class FatePool:
 
     def _send(self):
         batch, self._queue = self._queue, []
-        up = self._up()
-        if up and sum(len(w.batches) for w in up) < self.inflight:
+        up, done = self._up(), []
+        if up and not self._room(up) and _largest_body(batch) >= self.inline_max_bytes:
+            done, up = self._wait_for_room()   # not parsed here: its tree would be this process's peak
+        if up and self._room(up):
             worker = min(up, key=lambda w: len(w.batches))
             worker.batches.append(batch)
             try:
                 worker.channel().put(batch)
             except (OSError, ValueError) as e:   # the worker is gone: its batches run here
-                return self._fail(e)
+                return done + self._fail(e)
             self.sent += 1
-            return []
+            return done
         # the workers are busy, starting or gone: parsed here (bundles stay dicts, which the
         # spill pickles as it writes them)
-        return [page_fates(batch, self.config)]
+        return done + [page_fates(batch, self.config)]
+
+    def _room(self, up) -> bool:
+        return sum(len(w.batches) for w in up) < self.inflight
+
+    def _wait_for_room(self):
+        """(batches done meanwhile, the workers up) once the workers may take a batch, or
+        once none is left (then the batch is parsed here after all)."""
+        done, up = [], self._up()
+        while up and not self._room(up):
+            try:
+                wait_any([w.channel() for w in up if w.batches], 0.05)
+            except (OSError, ValueError) as e:
+                return done + self._fail(e), []
+            done += self._collect()
+            up = self._up()
+        return done, up
 
     def _collect(self):
         done = []
