@@ -43,14 +43,8 @@ def test_a_pool_computes_the_same_fates_as_inline():
     assert sorted(map(key, got)) == sorted(key(page_fate(p, CONFIG)) for p in pages)
 
 
-def test_workers_can_hand_back_link_bundles_pickled_for_the_spill():
-    """With `pickled_links`, the workers' fates carry each link bundle `Pickled` (as a spill
-    file holds it), the same bundles as inline once unpickled; the rest of each fate as is."""
-    import pickle
-
-    from transforms.tableio.pickled import Pickled
-    pages = _pages()
-    pool = FatePool(CONFIG, processes=1, batch=4, inflight=1000, pickled_links=True)   # none inline
+def _fates_through(pool, pages):
+    """The fates of `pages` submitted to `pool` once its workers are up, then drained; closed."""
     got = []
     try:
         pool.wait_started()
@@ -59,6 +53,18 @@ def test_workers_can_hand_back_link_bundles_pickled_for_the_spill():
         got += [f for fates, _ in pool.drain() for f in fates]
     finally:
         pool.close()
+    return got
+
+
+def test_workers_can_hand_back_link_bundles_pickled_for_the_spill():
+    """With `pickled_links`, the workers' fates carry each link bundle `Pickled` (as a spill
+    file holds it), the same bundles as inline once unpickled; the rest of each fate as is."""
+    import pickle
+
+    from transforms.tableio.pickled import Pickled
+    pages = _pages()
+    pool = FatePool(CONFIG, processes=1, batch=4, inflight=1000, pickled_links=True)   # none inline
+    got = _fates_through(pool, pages)
     assert pool.sent > 0 and len(got) == len(pages)
     want = [page_fate(p, CONFIG) for p in pages]
     key = lambda f: repr(sorted(f.result.items()))
@@ -76,14 +82,7 @@ def _through_a_busy_pool(inline_max_bytes):
     that may hold one batch: every later batch finds it busy."""
     pages = _pages() * 2
     pool = FatePool(CONFIG, processes=1, batch=2, inflight=1, inline_max_bytes=inline_max_bytes)
-    got = []
-    try:
-        pool.wait_started()
-        for p in pages:
-            got += [f for fates, _ in pool.submit(p) for f in fates]
-        got += [f for fates, _ in pool.drain() for f in fates]
-    finally:
-        pool.close()
+    got = _fates_through(pool, pages)
     assert pool.broken is None
     return got, pool.sent, len(pages) // 2
 
