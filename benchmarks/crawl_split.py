@@ -78,8 +78,7 @@ def cpu_at(samples, t) -> float:
     the two around t, the first or last sample's outside them."""
     if not samples:
         return 0.0
-    ts = [s[0] for s in samples]
-    j = bisect.bisect_left(ts, t)
+    j = bisect.bisect_left(samples, t, key=lambda s: s[0])
     if j == 0:
         return samples[0][1]
     if j == len(samples):

@@ -9,7 +9,7 @@ import pytest
 from pipelines.crawldir import CrawlDir
 from tests.e2e import crawlstate
 
-BASE, GROWTH, CAP, BUDGET, PER_HOST = 8, 0.5, 16, 60, 1000
+BASE, GROWTH, CAP, BUDGET = 8, 0.5, 16, 60
 
 
 def size_after(downloaded):
@@ -49,12 +49,12 @@ def test_pending_is_cut_at_the_next_rounds_size(grown):
     for n in range(1, c.last_committed() + 1):
         if not c.read_json(n, "options.json")["round_growth"]:
             continue     # the round --max_total_pages cut: its growth off, its pending cut at it
-        report = c.read_report(n)
+        report, per_host = c.read_report(n), c.read_json(n, "options.json")["max_per_host"]
         frontier = c.read_table("frontier", n, columns=["host", "not_before"])
         due = collections.Counter(h for h, nb in zip(frontier.column("host").to_pylist(),
                                                      frontier.column("not_before").to_pylist())
                                   if (nb or 0) <= report["round_time"])
-        schedulable = sum(min(k, PER_HOST) for k in due.values())
+        schedulable = sum(min(k, per_host) for k in due.values())
         want = min(schedulable, size_after(report["page_sets"]["downloaded"]))
         assert report["page_sets"]["pending"] == want, n
         above_own += want > c.read_json(n, "options.json")["max_pages"]
