@@ -69,6 +69,22 @@ def test_pages_crossing_permutation_blocks():
     check(texts[:30] + [big] + texts[30:])
 
 
+def test_a_batch_signed_in_groups_of_text(monkeypatch):
+    # the batch is cut into k-grams a group of ~SIGN_CHARS characters at a time (memory):
+    # groups of one text, of several, an empty group-filler, a text longer than a group
+    rnd = random.Random(11)
+    texts = [" ".join(rnd.choice(WORDS) for _ in range(rnd.randint(0, 120))) for _ in range(80)]
+    texts[5], texts[40] = " ".join(rnd.choice(WORDS) for _ in range(2000)), None
+    lengths = [len(t or "") for t in texts]
+    monkeypatch.setattr(fpm, "SIGN_CHARS", 300)
+    groups = list(fpm._groups(lengths, 300))
+    assert [i for lo, hi in groups for i in range(lo, hi)] == list(range(len(texts)))
+    assert all(sum(lengths[lo:hi]) <= 300 or hi - lo == 1 for lo, hi in groups)
+    assert 10 < len(groups) < len(texts)   # several texts share a group; 5 is alone
+    assert (5, 6) in groups
+    check(texts)
+
+
 def test_other_parameters():
     texts = ["one two three four five six seven", "alpha beta gamma delta epsilon zeta eta theta",
              "four words only here", "x y z w v u t s r q p"]

@@ -160,22 +160,45 @@ def minhash_signatures(texts, num_perm: int = NUM_PERM, shingle: int = SHINGLE,
 
     Bit for bit datasketch's `MinHash(num_perm, seed, scheme="affine32")` updated with
     `shingles(text)` (sha1_hash32 of each shingle, fmix32, a*h + b mod 2^32, minimum), but
-    for the whole batch at once: the batch cut into k-gram hashes by `shingling` (one sha1
-    per distinct shingle of the batch), the permutations applied to blocks of the batch's
+    for a group of texts at once: the group cut into k-gram hashes by `shingling` (one sha1
+    per distinct shingle of the group), the permutations applied to blocks of the group's
     hashes as one numpy product and the minimum per page taken with `np.minimum.reduceat`.
-    Rows without a signature are all 0xFFFFFFFF.
+    Texts are taken in groups of ~SIGN_CHARS characters: the cutting holds ~100 bytes a word
+    of its group (word numbers, k-gram rows, their sort), +200 MB for a 16 MB batch of
+    documentation pages when the whole batch was one group. Rows without a signature are
+    all 0xFFFFFFFF.
     """
     n = len(texts)
     sigs = np.full((n, num_perm), np.uint32(0xFFFFFFFF), dtype=np.uint32)
     has = np.zeros(n, bool)
-    if not n:
-        return sigs, has
+    a, b = permutations(num_perm, seed)
+    for lo, hi in _groups([len(t or "") for t in texts], SIGN_CHARS):
+        _sign_group(texts[lo:hi], shingle, a[:, None], b[:, None], sigs[lo:hi], has[lo:hi])
+    return sigs, has
+
+
+SIGN_CHARS = 1 << 21   # characters of text cut into k-grams together (a longer text alone)
+
+
+def _groups(lengths, limit):
+    """(lo, hi) ranges of consecutive items whose lengths add up to at most `limit` (an item
+    longer than `limit` alone)."""
+    lo, total = 0, 0
+    for i, length in enumerate(lengths):
+        if total and total + length > limit:
+            yield lo, i
+            lo, total = i, 0
+        total += length
+    if lo < len(lengths):
+        yield lo, len(lengths)
+
+
+def _sign_group(texts, shingle, a, b, sigs, has):
+    """Signatures of a group of texts into `sigs` and `has` (views of the batch's)."""
     rows, counts, hv = batch_gram_hashes(texts, shingle, MIN_WORDS)
     if not len(rows):
-        return sigs, has
+        return
     has[rows] = True
-    a, b = permutations(num_perm, seed)
-    a, b = a[:, None], b[:, None]
     ends = np.cumsum(counts)
     starts = ends - counts
     total = int(ends[-1])
@@ -188,7 +211,6 @@ def minhash_signatures(texts, num_perm: int = NUM_PERM, shingle: int = SHINGLE,
         part = np.minimum.reduceat(block, np.maximum(starts[lo:hi], c0) - c0, axis=1).T
         r = rows[lo:hi]
         sigs[r] = np.minimum(sigs[r], part)
-    return sigs, has
 
 
 def signature_column(sigs: np.ndarray, has: np.ndarray | None = None) -> pa.Array:
