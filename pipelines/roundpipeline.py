@@ -52,7 +52,7 @@ INPUT_TABLES = ("frontier", "visited", "filtered", "hosts", "opic", "links", "de
 MB = 1 << 20
 LINKS_PER_PAGE = 100   # links a fetched page is expected to yield, when sizing URL-seen buckets
 MIN_PART_ROWS = 1_000  # candidates per (link batch, URL-seen bucket) part, on average
-MAX_LINK_BATCH = 10_000   # link bundles per batch, at most
+MAX_LINK_BATCH = 1_000_000   # links per batch, at most
 
 
 def _clamp(v, low, high):
@@ -61,12 +61,12 @@ def _clamp(v, low, high):
 
 def budget_sizes(memory_mb):
     """What --memory_mb sizes (docs/memory.md): pages fetched but not yet parsed,
-    bytes per link spill file, link bundles per batch, URL-seen rows per bucket; and whether
+    bytes per link spill file, links per link batch, URL-seen rows per bucket; and whether
     the round's process hands freed memory back at once (`eager_heap`: below the default
     budget; `runner.lean_allocators`)."""
     m = int(memory_mb)
     return {"ready_pages": _clamp(m // 4, 16, 1024), "spill_bytes": m * MB // 16,
-            "link_batch": _clamp(m // 2, 100, 2000), "bucket_rows": _clamp(m * 200, 20_000, BUCKET_ROWS),
+            "link_batch": _clamp(m * 50, 10_000, 200_000), "bucket_rows": _clamp(m * 200, 20_000, BUCKET_ROWS),
             "eager_heap": m < ROUND_SETTINGS["memory_mb"].default}
 
 
@@ -79,14 +79,34 @@ def url_seen_buckets(rows, max_pages, bucket_rows):
 
 
 def link_batch_size(budget_batch, buckets):
-    """Link bundles per batch: the budget's, raised so each batch gives every URL-seen bucket
+    """Links per link batch: the budget's, raised so each batch gives every URL-seen bucket
     ~MIN_PART_ROWS candidates. URL-seen's shuffle carries one packed part per (batch, bucket);
     small batches times many buckets (a small --memory_mb on a big round) made that product
     explode: 169 batches x ~70 buckets at --memory_mb 128 in a 16 000-page round, whose link
     and merge stages took 4.97 + 8.35 s instead of 0.67 + 0.47 s. Batches are of this fixed
-    size (not BatchElements' adaptive ramp from 1, which made dozens of tiny batches)."""
-    return _clamp(max(budget_batch, math.ceil(buckets * MIN_PART_ROWS / LINKS_PER_PAGE)),
-                  1, MAX_LINK_BATCH)
+    size (not BatchElements' adaptive ramp from 1, which made dozens of tiny batches), counted
+    in links, not bundles (`_bundle_links`): a documentation index page has up to ~24 000 `a`
+    elements, so 512 bundles could hold hundreds of thousands of links; in the Debian-docs
+    web's 462 000-link round the link stage was the crawl's peak (476 MB; 372 MB counted in links)."""
+    return _clamp(max(budget_batch, buckets * MIN_PART_ROWS), 1, MAX_LINK_BATCH)
+
+
+def _bundle_links(bundle):
+    """A link bundle's size in a link batch: its links (an empty one counts 1)."""
+    return max(1, len(bundle["dst"]))
+
+
+class LinkBatches(beam.PTransform):
+    """Link bundles -> lists of bundles holding at most `links` links together (a bundle with
+    more is a batch alone); `link_batch_size` says how many."""
+
+    def __init__(self, links):
+        super().__init__()
+        self.links = links
+
+    def expand(self, bundles):
+        return bundles | beam.BatchElements(min_batch_size=self.links, max_batch_size=self.links,
+                                            element_size_fn=_bundle_links)
 
 
 def discard_spill(crawl, round_no):
@@ -281,7 +301,7 @@ def build_round(p, crawl, cfg, plan, attempt, seeds=(), do_fetch=True, revisits=
     # links as columnar tables: URL-seen candidates and link-graph edges
     batch = link_batch_size(sizes["link_batch"], buckets)
     cand_and_edges = (link_bundles
-                      | "BatchLinks" >> beam.BatchElements(min_batch_size=batch, max_batch_size=batch)
+                      | "BatchLinks" >> LinkBatches(batch)
                       | "LinkTables" >> beam.Map(candidates_and_edges, round_no))
     candidates = cand_and_edges | "Candidates" >> beam.Map(lambda ce: ce[0])
     if do_fetch and cfg.recrawl is not None and cfg.recrawl.incremental:

@@ -6,8 +6,8 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipelines.roundpipeline import (LINKS_PER_PAGE, MIN_PART_ROWS, budget_sizes, link_batch_size,
-                                      url_seen_buckets)
+from pipelines.roundpipeline import (LINKS_PER_PAGE, MIN_PART_ROWS, LinkBatches, budget_sizes,
+                                      link_batch_size, url_seen_buckets)
 from transforms.fetch import hostfetcher as fetcher_mod
 from transforms.fetch.hostjob import fetch_one_host
 from transforms.tableio import spill
@@ -124,8 +124,26 @@ def test_url_seen_parts_stay_few_whatever_the_budget(memory_mb, pages):
     batch = link_batch_size(sizes["link_batch"], buckets)
     assert batch >= sizes["link_batch"]
     links = pages * LINKS_PER_PAGE
-    batches = -(-pages // batch)
+    batches = -(-links // batch)
     assert batches * buckets <= links / MIN_PART_ROWS + buckets, (buckets, batch)
+
+
+def test_link_batches_are_cut_by_links_not_bundles():
+    """An index page's bundle holds thousands of links: a batch of N bundles is no bound on
+    memory, a batch of N links is (a bundle bigger than N alone)."""
+    sizes = [3, 0, 40, 2500, 7, 7, 900, 60, 1, 30_000, 5, 400, 400, 400]
+    bundles = [{"src": f"http://a/{i}", "dst": [f"http://a/{i}/{j}" for j in range(n)]}
+               for i, n in enumerate(sizes)]
+
+    def check(batches):
+        assert sorted(b["src"] for batch in batches for b in batch) == sorted(b["src"] for b in bundles)
+        for batch in batches:
+            links = sum(len(b["dst"]) for b in batch)
+            assert links <= 1000 or len(batch) == 1, [len(b["dst"]) for b in batch]
+
+    with TestPipeline() as p:
+        out = p | beam.Create(bundles, reshuffle=False) | LinkBatches(1000)
+        assert_that(out, check)
 
 
 class _FakeFetcher:
