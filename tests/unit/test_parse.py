@@ -7,7 +7,7 @@ import zlib
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from transforms.page.charset import codec_for_label
+from transforms.page.charset import codec_for_label, utf8_body
 from transforms.page.parse import ParsedPage, decode_body, looks_binary, parse_html, refresh_target
 from transforms.urls.canonical import normalize
 
@@ -398,6 +398,32 @@ def test_decode_body_and_sniffing_never_raise(body, header, prefix):
     assert isinstance(text, str) and charset
     assert body.decode(charset, "replace") is not None  # the name is a usable Python codec
     assert looks_binary(body) in (True, False)
+
+
+_BODY_PREFIXES = [b"", b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff", b'<meta charset="gbk">',
+                  b'<meta charset="utf-8">', b'<meta charset="utf-16">']
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.binary(max_size=400), st.text(max_size=200).map(lambda t: t.encode("utf-8", "surrogatepass"))),
+       st.sampled_from([None, "text/html", "text/html; charset=UTF-8", "text/html; charset=utf8",
+                        "text/html; charset=gbk", "text/html; charset=us-ascii", "text/html; charset=utf-16",
+                        "text/html; charset=bogus"]),
+       st.sampled_from(_BODY_PREFIXES))
+def test_utf8_body_is_the_decoded_text_encoded(body, header, prefix):
+    # the parser reads utf8_body's bytes: the body itself where it may, else decode + encode
+    body = prefix + body
+    text, charset = decode_body(body, header)
+    data, data_charset = utf8_body(body, header)
+    assert (data, data_charset) == (text.encode("utf-8", "replace"), charset)
+
+
+def test_utf8_body_passes_a_utf8_body_through_without_copying_it():
+    body = "<p>façade €".encode("utf-8") * 100
+    for header in (None, "text/html; charset=utf-8"):
+        assert utf8_body(body, header)[0] is body
+    assert utf8_body(body, "text/html; charset=windows-1252")[0] is not body   # other text
+    assert utf8_body(b"\xef\xbb\xbf" + body, None)[0] == body               # BOM: decoded
 
 
 @settings(max_examples=300, deadline=None)

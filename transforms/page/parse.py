@@ -22,7 +22,8 @@ Details a caller may rely on:
 - anchor text: the element's text, whitespace-collapsed, at most MAX_ANCHOR_CHARS; if
   empty, the alt of an ``<img>`` inside, then the title attribute. area: alt, then title;
   frame/iframe: title, then name.
-- decoding: `transforms.page.charset.decode_body` (BOM, header, meta, UTF-8, detection). In a
+- decoding: `transforms.page.charset.decode_body` (BOM, header, meta, UTF-8, detection; the
+  parser reads `utf8_body`, its text as UTF-8, which is the body itself when that is UTF-8). In a
   page decoded with a legacy encoding (GBK, Shift_JIS, windows-1252 ...), the non-ASCII
   characters of a link's *query* are percent-encoded in that encoding, as browsers do
   (`transforms.urls.canonical.encode_query`); the path is UTF-8 whatever the page encoding.
@@ -41,7 +42,7 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from transforms.page import forms as forms_mod
-from transforms.page.charset import decode_body, looks_binary
+from transforms.page.charset import decode_body, looks_binary, utf8_body
 from transforms.page.maintext import blocks_and_text
 from transforms.urls.canonical import classify, classify_many, encode_query, normalize
 
@@ -187,18 +188,17 @@ def parse_html(body: bytes, url: str, content_type_header: str | None = None, *,
     if not body or looks_binary(body):
         return _empty(url)
     try:
-        text, charset = decode_body(body, content_type_header)
+        data, charset = utf8_body(body, content_type_header)
     except Exception:
         return _empty(url)
     try:
-        return _parse(text, charset, url, honour_nofollow, ignore_meta_nofollow,
+        return _parse(data, charset, url, honour_nofollow, ignore_meta_nofollow,
                       user_agent_token.lower() if user_agent_token else None, deep_web)
     except Exception:  # lxml or a pathological document: better no links than a dead bundle
         return _empty(url, charset)
 
 
-def _parse(text, charset, url, honour_nofollow, ignore_meta_nofollow, ua_token, deep_web="") -> ParsedPage:
-    data = text.encode("utf-8", "replace")
+def _parse(data, charset, url, honour_nofollow, ignore_meta_nofollow, ua_token, deep_web="") -> ParsedPage:
     root = etree.fromstring(data, _parser())
     if root is None:
         return _empty(url, charset)
