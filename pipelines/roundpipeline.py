@@ -87,7 +87,7 @@ def link_batch_size(budget_batch, buckets):
     size (not BatchElements' adaptive ramp from 1, which made dozens of tiny batches), counted
     in links, not bundles (`_bundle_links`): a documentation index page has up to ~24 000 `a`
     elements, so 512 bundles could hold hundreds of thousands of links; in the Debian-docs
-    web's 462 000-link round the link stage was the crawl's peak (476 MB; 372 MB counted in links)."""
+    web's 462 000-link round the link stage was the crawl's peak (476 MB; 378 MB counted in links)."""
     return _clamp(max(budget_batch, buckets * MIN_PART_ROWS), 1, MAX_LINK_BATCH)
 
 

@@ -118,14 +118,31 @@ def decode_body(body: bytes, content_type_header: str | None) -> tuple[str, str]
     raises on invalid bytes."""
     if not body:
         return "", _header_charset(content_type_header) or "utf-8"
-    b0 = body[:3]
-    if b0 == b"\xef\xbb\xbf":
-        return body[3:].decode("utf-8", "replace"), "utf-8"
-    if b0[:2] == b"\xff\xfe":
-        return body[2:].decode("utf-16-le", "replace"), "utf-16-le"
-    if b0[:2] == b"\xfe\xff":
-        return body[2:].decode("utf-16-be", "replace"), "utf-16-be"
-    codec = _header_charset(content_type_header) or _meta_charset(body[:PRESCAN_BYTES])
+    bom = _bom(body)
+    if bom is not None:
+        mark, codec = bom
+        return body[len(mark):].decode(codec, "replace"), codec
+    return _decode_unmarked(body, _declared(body, content_type_header))
+
+
+_BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+
+
+def _bom(body: bytes):
+    """(mark, codec) of the byte order mark the body starts with, or None."""
+    for mark, codec in _BOMS:
+        if body.startswith(mark):
+            return mark, codec
+    return None
+
+
+def _declared(body: bytes, content_type_header: str | None) -> str | None:
+    """The codec the HTTP header declares, else the body's meta, else None."""
+    return _header_charset(content_type_header) or _meta_charset(body[:PRESCAN_BYTES])
+
+
+def _decode_unmarked(body: bytes, codec: str | None) -> tuple[str, str]:
+    """`decode_body` of a non-empty body without a byte order mark, declared as `codec`."""
     if codec is not None:
         return _decode(body, codec), codec
     try:
@@ -146,11 +163,13 @@ def utf8_body(body: bytes, content_type_header: str | None) -> tuple[bytes, str]
     byte order mark, is that text's encoding byte for byte, so it is returned as it is: decoded
     and encoded again, a 9.5 MB documentation page was held three times over while parsed
     (the body, 19 MB of text, 9.5 MB encoded again). Never raises on invalid bytes."""
-    if body and body[:3] != b"\xef\xbb\xbf" and body[:2] not in (b"\xff\xfe", b"\xfe\xff"):
-        codec = _header_charset(content_type_header) or _meta_charset(body[:PRESCAN_BYTES])
+    if not body or _bom(body) is not None:
+        text, charset = decode_body(body, content_type_header)
+    else:
+        codec = _declared(body, content_type_header)
         if codec in (None, "utf-8") and _valid_utf8(body):
             return body, "utf-8"
-    text, charset = decode_body(body, content_type_header)
+        text, charset = _decode_unmarked(body, codec)
     return text.encode("utf-8", "replace"), charset
 
 

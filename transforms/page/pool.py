@@ -177,13 +177,19 @@ class FatePool:
         once none is left (then the batch is parsed here after all)."""
         done, up = [], self._up()
         while up and not self._room(up):
-            try:
-                wait_any([w.channel() for w in up if w.batches], 0.05)
-            except (OSError, ValueError) as e:
-                return done + self._fail(e), []
+            done += self._wait_any()
             done += self._collect()
-            up = self._up()
+            up = self._up()   # (none once a worker failed)
         return done, up
+
+    def _wait_any(self):
+        """Wait up to 50 ms for a busy worker's answer: [], or the batches parsed here because
+        a worker failed."""
+        try:
+            wait_any([w.channel() for w in self._workers if w.batches], 0.05)
+        except (OSError, ValueError) as e:
+            return self._fail(e)
+        return []
 
     def _collect(self):
         done = []
@@ -205,13 +211,9 @@ class FatePool:
             yield from self._send()
         while True:
             yield from self._collect()
-            waiting = [w.channel() for w in self._workers if w.batches]
-            if not waiting:
+            if not any(w.batches for w in self._workers):
                 return
-            try:
-                wait_any(waiting, 0.05)
-            except (OSError, ValueError) as e:
-                yield from self._fail(e)
+            yield from self._wait_any()
 
     def wait_started(self):
         """Block until the workers are up or failed to start (tests; a crawl never waits)."""
