@@ -11,8 +11,9 @@
   `pickled`: their element encoding, importable without Beam (a page worker encodes links);
   `tablefiles`: keyed tables in Arrow IPC files there, passed on as refs and read back one
   table at a time in any order (the fetch list until its hosts are fetched).
-- `sideinput`: `combined_side_input` (Beam's `AsSingleton(CombineGlobally(fn))`) and
-  `side_input_of`, a value combined `.without_defaults()` read with its empty default;
+- `sideinput`: `combined_side_input` (what Beam's `AsSingleton(CombineGlobally(fn))` gives,
+  without its default-injection stage) and `side_input_of`, a value combined
+  `.without_defaults()` read with its empty default;
   `gather`: `GatherAll`, all elements as one list, not held as a side input as `ToList`'s;
   `globalwindow`: `in_global_window`, the element a DoFn yields from `finish_bundle`.
 """

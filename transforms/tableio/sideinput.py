@@ -1,9 +1,11 @@
 """Combined values read as side inputs.
 
-`combined_side_input` is Beam's own `AsSingleton(CombineGlobally(fn))` under one name the
-stages share. A hand-made variant that skipped CombineGlobally's default-injection stage
-(~6 ms a round) was measured against it in #50 and removed: it did not pay on a 100-page
-round (-2.5 %, within the noise). `side_input_of` reads a value some step already combined
+`combined_side_input` reads `CombineGlobally(fn).without_defaults()` through `side_input_of`:
+the value Beam's own `AsSingleton(CombineGlobally(fn))` gives, `fn`'s empty result included,
+without CombineGlobally's default-injection stage. That stage (#50: ~6 ms a round, not worth
+it for time) holds the combined value a second time until the round ends, and for the key
+sets of a 45 207-page round that was ~40-50 MB of the round process's peak (#53: 493-509 ->
+445-467 MB). `side_input_of` also reads a value some step already combined
 `.without_defaults()` (a planned-URL count the fetch and page steps share, URL-seen's probe
 set), supplying `fn`'s empty result when the input was empty.
 """
@@ -29,6 +31,6 @@ def side_input_of(combined, fn):
 
 
 def combined_side_input(pcoll, label, fn):
-    """`AsSingleton(pcoll | label >> CombineGlobally(fn))`: `fn`'s empty result for an
-    empty `pcoll`."""
-    return beam.pvalue.AsSingleton(pcoll | label >> beam.CombineGlobally(fn))
+    """What `AsSingleton(pcoll | label >> CombineGlobally(fn))` gives (`fn`'s empty result
+    for an empty `pcoll`), without the default-injection stage that holds it twice."""
+    return side_input_of(pcoll | label >> beam.CombineGlobally(fn).without_defaults(), fn)
