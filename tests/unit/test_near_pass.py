@@ -14,9 +14,11 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that
 
-from transforms.contentseen import clusters, duplicates, nearpass
+from transforms.contentseen import clusters, duplicates, nearpass, oldside
 from transforms.contentseen import fingerprints as F
 from transforms.contentseen import step
+from transforms.tableio.sideinput import combined_side_input
+from transforms.urls.fpsets import sorted_union
 
 BANDS, ROWS = F.LSH_PARAMS
 P = F.NUM_PERM
@@ -160,3 +162,36 @@ def test_near_edges_takes_its_tables_over(round_case):
     split, _ = nearpass.near_edges(new_parts, old_parts, BANDS, ROWS, P, 0.8)
     assert new_parts == [] and old_parts == []
     assert whole.num_rows and split.equals(whole)
+
+
+def test_near_clusters_on_the_callers_band_keys(round_case):
+    """With `band_keys` (ApplyContentSeen's live keys: `oldside.new_band_keys` of the new
+    tables) the step keeps the same old pages and gives the same clusters, without a key set
+    of its own; other LSH parameters than the keys were made with are refused."""
+    new_t, old_t = round_case
+    nt = nearpass.page_table(new_t, P, (BANDS, ROWS))
+    assert np.array_equal(np.unique(oldside.new_band_keys(new_t)),
+                          np.unique(nearpass.page_band_keys(nt, P, (BANDS, ROWS))))
+    want = clusters.resolve_clusters(_band_row_path(new_t, old_t, 0.9, clusters.NEAR_CAP)[0])
+    p = TestPipeline(runner=FnApiRunner())
+    new = p | "New" >> beam.Create([new_t.slice(i, 97) for i in range(0, new_t.num_rows, 97)],
+                                   reshuffle=False)
+    old = p | "Old" >> beam.Create([old_t.slice(i, 131) for i in range(0, old_t.num_rows, 131)],
+                                   reshuffle=False)
+    live = combined_side_input(new | "Keys" >> beam.Map(oldside.new_band_keys), "Live", sorted_union)
+    got = {"new": new, "old": old} | "Near" >> step.NearClusters(band_keys=live)
+
+    def check(tables):
+        assert len(tables) == 1 and tables[0].equals(want) and want.num_rows > 50, tables
+    assert_that(got, check)
+    labels = []
+
+    class Labels(beam.pipeline.PipelineVisitor):
+        def visit_transform(self, node):
+            labels.append(node.full_label)
+    p.visit(Labels())
+    assert any(label.startswith("Near/OldPages") for label in labels)
+    assert not [label for label in labels if "BandKeySet" in label or "NewBandKeys" in label]
+    p.run().wait_until_finish()
+    with pytest.raises(ValueError, match="band_keys"):
+        step.NearClusters(params=(8, 16), band_keys=live)

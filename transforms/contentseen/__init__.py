@@ -34,7 +34,7 @@ ContentSeen(key="content_fp", buckets=16)  -- exact duplicates
          visited view is read once, by column.
 
 NearClusters(threshold=0.9, num_perm=128, buckets=16, cap=NEAR_CAP (64), params=LSH_PARAMS,
-             min_jaccard=None)
+             min_jaccard=None, to_files=None, band_keys=None)
   -- MinHash LSH, as clusters (`clusters`). `threshold` picks the bands; a match needs a
   Jaccard estimate >= min_jaccard (default: threshold; 0 keeps every LSH candidate).
 
@@ -48,7 +48,8 @@ NearClusters(threshold=0.9, num_perm=128, buckets=16, cap=NEAR_CAP (64), params=
   steps  band keys (b bands of r rows: ``LSH_PARAMS`` = (16, 8) by default, the same bands
          as ``MinHashLSH(threshold, num_perm, params=(16, 8))``; ``params=None`` for
          datasketch's own optimum) -> old pages kept only if one of their band keys is a
-         band key of this round (side input) -> this round's and those old pages gathered
+         band key of this round (side input: ``band_keys``, the caller's, when given, else
+         computed from ``new``) -> this round's and those old pages gathered
          as page tables, a signature once per page (``buckets`` is no longer used) -> in
          one pass (`nearpass.near_edges`) band rows as int arrays, sorted into band groups;
          per band group, each new page against the group's ``cap`` earliest members

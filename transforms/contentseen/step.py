@@ -12,25 +12,11 @@ import pyarrow as pa
 from apache_beam.metrics import Metrics
 
 from schemas import tables
-from transforms.contentseen.clusters import (
-    ASSIGNMENTS,
-    NEAR_CAP,
-    cluster_stats,
-    host_counts,
-    host_stats,
-    mark_near,
-    near_rows,
-    resolve_clusters,
-    sum_pairs,
-)
+from transforms.contentseen.clusters import (ASSIGNMENTS, NEAR_CAP, cluster_stats, host_counts,
+                                             host_stats, mark_near, near_rows, resolve_clusters,
+                                             sum_pairs)
 from transforms.contentseen.duplicates import _col, _split, new_key_rows, tagged_duplicates
-from transforms.contentseen.fingerprints import (
-    LSH_PARAMS,
-    MAX_GROUP,
-    NUM_PERM,
-    THRESHOLD,
-    lsh_params,
-)
+from transforms.contentseen.fingerprints import LSH_PARAMS, MAX_GROUP, NUM_PERM, THRESHOLD, lsh_params
 from transforms.contentseen.nearpass import near_edges, page_band_keys, page_table
 from transforms.contentseen.oldside import (
     EXACT,
@@ -93,16 +79,21 @@ class NearClusters(beam.PTransform):
     The round's signed pages and the old pages sharing one of their band keys are gathered
     as PAGES tables (`nearpass`: a signature once per page) and compared in one pass;
     `buckets` is no longer used (no band rows are shuffled). With `to_files` (name -> elements
-    to spill file paths) only the page tables' paths are gathered (stage peak 401 -> 378 MB at 16k)."""
+    to spill file paths) only the page tables' paths are gathered (stage peak 401 -> 378 MB at 16k).
+    `band_keys`: a side input of the new pages' band keys (sorted int64, default LSH parameters)
+    the caller holds anyway (ApplyContentSeen's), not a second copy (~5 MB at 45 000 pages)."""
 
     def __init__(self, threshold: float = THRESHOLD, num_perm: int = NUM_PERM, buckets: int = 16,
                  cap: int = NEAR_CAP, params: tuple[int, int] | None = LSH_PARAMS,
-                 min_jaccard: float | None = None, to_files=None):
+                 min_jaccard: float | None = None, to_files=None, band_keys=None):
         super().__init__()
         self.threshold = threshold if min_jaccard is None else min_jaccard
         self.num_perm, self.buckets, self.cap = num_perm, buckets, cap
         self.bands, self.rows = params or lsh_params(threshold, num_perm)
-        self.to_files = to_files
+        if band_keys is not None and (num_perm, (self.bands, self.rows)) != (NUM_PERM, LSH_PARAMS):
+            raise ValueError(f"NearClusters: band_keys are of {NUM_PERM} permutations in bands "
+                             f"{LSH_PARAMS}; leave them out for other parameters")
+        self.to_files, self.band_keys = to_files, band_keys
 
     def expand(self, inputs):
         bands, rows, P, thr, cap = self.bands, self.rows, self.num_perm, self.threshold, self.cap
@@ -125,9 +116,11 @@ class NearClusters(beam.PTransform):
             return resolve_clusters(edges)
 
         new = inputs["new"] | "NewPages" >> beam.FlatMap(pages, True)
-        keyset = combined_side_input(
-            new | "NewBandKeys" >> beam.Map(lambda nt: page_band_keys(nt[1], P, (bands, rows))),
-            "BandKeySet", sorted_union)
+        keyset = self.band_keys
+        if keyset is None:
+            keyset = combined_side_input(
+                new | "NewBandKeys" >> beam.Map(lambda nt: page_band_keys(nt[1], P, (bands, rows))),
+                "BandKeySet", sorted_union)
         old = inputs["old"] | "OldPages" >> beam.FlatMap(pages, False, keyset)
         if spilled:
             new, old = (new | "NewPagesToFiles" >> self.to_files("near_pages"),
@@ -387,7 +380,8 @@ class ApplyContentSeen(beam.PTransform):
             live = combined_side_input(near_new | "NearNewKeys" >> beam.Map(new_band_keys),
                                        "LiveBandKeys", sorted_union)
             clusters = ({"new": near_new, "old": probed[NEAR] | "ReadNearHits" >> ReadHits(NEAR, live)}
-                        | "NearClusters" >> NearClusters(threshold=self.near_threshold, to_files=self.to_files))
+                        | "NearClusters" >> NearClusters(threshold=self.near_threshold,
+                                                         to_files=self.to_files, band_keys=live))
         else:
             clusters = visited.pipeline | "NoNear" >> beam.Create([ASSIGNMENTS.empty_table()])
         # one row per page that joined a cluster; its visited row names the cluster
