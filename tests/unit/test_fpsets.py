@@ -61,3 +61,13 @@ def test_fp_index_directory_counted_by_ranges_is_the_whole_count(members, probes
     assert np.array_equal(index.bitmap, np.packbits(present, bitorder="little"))
     values = np.array(probes + members[:50], dtype=np.int64)
     assert (index.contains(values) == member(values, s)).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(I64, max_size=300), st.lists(I64, max_size=300))
+def test_member_of_a_sorted_set_with_repeats(members, probes):
+    # callers may pass np.sort(values) without dropping repeats (urlseen.step._removed)
+    s = np.sort(np.array(members + members[:40], dtype=np.int64))
+    values = np.array(probes + members[:50], dtype=np.int64)
+    expected = np.array([v in set(members) for v in values.tolist()], dtype=bool)
+    assert (member(values, s) == expected).all()

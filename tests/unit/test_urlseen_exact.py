@@ -100,3 +100,16 @@ def test_url_seen_is_set_equal_to_duckdb_anti_joins_on_50k_random_inputs(tmp_pat
             equal_to(want_inlinks), label="InlinksEqual")
         assert_that(out["filtered"] | "XFps" >> beam.FlatMap(lambda t: t.column("fp").to_pylist()),
                     equal_to(want_filtered), label="FilteredEqual")
+
+
+def test_removed_fps_are_the_set_difference():
+    """`_removed`: fps of the frontier parts that came in and not out, sorted, each once."""
+    rng = np.random.default_rng(5)
+    pool = rng.integers(-2**63, 2**63 - 1, size=3_000, dtype=np.int64)
+    parts = [pa.table({"fp": rng.choice(pool[:2_000], 900)}) for _ in range(3)] + [None, pa.table({"fp": pool[:0]})]
+    out = pa.table({"fp": np.concatenate([rng.choice(pool[:2_000], 1_200), pool[2_000:]])})
+    came_in = {int(x) for t in parts if t is not None for x in t.column("fp").to_pylist()}
+    want = sorted(came_in - set(out.column("fp").to_pylist()))
+    got = urlseen_step._removed(parts, out)
+    assert got.dtype == np.int64 and got.tolist() == want and 100 < len(want) < len(came_in)
+    assert urlseen_step._removed([None], out).tolist() == []

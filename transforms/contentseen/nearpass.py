@@ -34,7 +34,7 @@ from transforms.contentseen.fingerprints import (
     band_keys,
     signatures_of,
 )
-from transforms.urls.fpsets import member
+from transforms.urls.fpsets import member, sorted_unique
 
 _PAIRS = 1 << 13     # (page, member) pairs per comparison block: 2 x 8192 x num_perm uint32
 _PACK_LIMIT = 1 << 62  # a pair's rank packed in one int64 below this, else a lexsort
@@ -141,7 +141,7 @@ def near_edges(new_tables, old_tables, bands: int, rows: int, num_perm: int = NU
     band = np.tile(np.arange(bands, dtype=np.int16), len(fp))
     if has_old:                  # an old band row forms a group with a new one only by its key
         keep = np.ones(len(key), bool)
-        keep[n_new * bands:] = member(key[n_new * bands:], np.unique(keys[:n_new]))
+        keep[n_new * bands:] = member(key[n_new * bands:], sorted_unique(keys[:n_new].reshape(-1)))
         key, page, band = key[keep], page[keep], band[keep]
     del keys
     order = np.lexsort((page, band, key))
@@ -159,7 +159,7 @@ def near_edges(new_tables, old_tables, bands: int, rows: int, num_perm: int = NU
     q = np.flatnonzero((page < n_new) & (pos > 0))    # this round's rows with earlier members
     if not len(q):
         return EDGES.empty_table(), 0
-    width = size[np.unique(gid[q])]
+    width = size[sorted_unique(gid[q])]
     widest = int((np.minimum(width, cap) if cap else width).max())
     counts = (np.minimum(pos[q], cap) if cap else pos[q]).astype(np.int64)
     first = start[gid[q]].astype(np.int64)

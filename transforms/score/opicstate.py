@@ -4,6 +4,7 @@ import pyarrow as pa
 
 from schemas import tables
 from strategies.opic import opic_round
+from transforms.urls.fpsets import sorted_unique
 
 
 def cat(arrays):
@@ -25,8 +26,8 @@ def update_opic(frontier, prev_opic, fetched_fp, src_fp, dst_fp):
     is_virtual = prev_fp == tables.OPIC_VIRTUAL_FP
     vhist = float(prev_opic.column("history").to_numpy(zero_copy_only=False)[is_virtual].sum())
     known_fp = prev_fp[~is_virtual]
-    page_fp = np.unique(cat([known_fp, frontier.column("fp").to_numpy(zero_copy_only=False),
-                              np.asarray(fetched_fp, np.int64)]))
+    page_fp = sorted_unique(cat([known_fp, frontier.column("fp").to_numpy(zero_copy_only=False),
+                                 np.asarray(fetched_fp, np.int64)]))
     cash = np.zeros(len(page_fp))
     history = np.zeros(len(page_fp))
     if len(known_fp):

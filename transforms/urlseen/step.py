@@ -15,7 +15,7 @@ from transforms.tableio.files import open_parquet, read_row_groups
 from transforms.tableio.sideinput import combined_side_input, side_input_of
 from transforms.tableio.step import ReadView
 from transforms.tableio.tablefiles import KeyedTablesToFiles, TableFiles, TableRef
-from transforms.urls.fpsets import FpIndex, sorted_union
+from transforms.urls.fpsets import FpIndex, member, sorted_union, sorted_unique
 from transforms.urlseen.buckets import _np, _split_fps, _split_packed, split_sliced, unpack
 from transforms.urlseen.merge import FILTERED, HARD, REFUSED, merge_bucket
 from transforms.urlseen.readmit import COLUMNS as READMIT_COLUMNS
@@ -160,8 +160,8 @@ def _removed(old_parts, frontier):
     old = [_np(t.column("fp")) for t in old_parts if t is not None and t.num_rows]
     if not old:
         return np.zeros(0, np.int64)
-    old = np.unique(np.concatenate(old).astype(np.int64))
-    return old[~np.isin(old, _np(frontier.column("fp")).astype(np.int64))]
+    old = sorted_unique(np.concatenate(old))
+    return old[~member(old, np.sort(_np(frontier.column("fp")).astype(np.int64)))]
 
 
 class UrlSeen(beam.PTransform):
