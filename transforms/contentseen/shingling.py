@@ -99,7 +99,10 @@ def batch_gram_hashes(texts, k: int, min_words: int) -> tuple[np.ndarray, np.nda
 
 def _distinct_rows(table: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray]:
     """(distinct, inverse): the distinct rows of a table of word numbers (each < base), and
-    which of them each row is. A row is one int64 where base**k fits (sorted faster)."""
+    which of them each row is. A row is one int64 where base**k fits, its distinct values found
+    by Arrow's hash (`dictionary_encode`, first seen first: 2.1 against np.unique's 16 ms for
+    100 000 keys, 85 against 147 ms for 1 M; the order of the rows does not matter to the
+    signatures)."""
     k = table.shape[1]
     if float(base) ** k >= 2.0 ** 62:
         distinct, inverse = np.unique(table, axis=0, return_inverse=True)
@@ -107,7 +110,8 @@ def _distinct_rows(table: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray
     key = np.zeros(len(table), np.int64)
     for j in range(k):
         key = key * base + table[:, j]
-    key, inverse = np.unique(key, return_inverse=True)
+    encoded = pc.dictionary_encode(pa.array(key))
+    key, inverse = encoded.dictionary.to_numpy(), encoded.indices.to_numpy()
     distinct = np.empty((len(key), k), np.int64)
     for j in range(k - 1, -1, -1):
         key, distinct[:, j] = np.divmod(key, base)
