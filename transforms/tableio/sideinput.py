@@ -3,9 +3,10 @@
 `combined_side_input` reads `CombineGlobally(fn).without_defaults()` through `side_input_of`:
 the value Beam's own `AsSingleton(CombineGlobally(fn))` gives, `fn`'s empty result included,
 without CombineGlobally's default-injection stage. That stage (#50: ~6 ms a round, not worth
-it for time) holds the combined value a second time until the round ends, and for the key
-sets of a 45 207-page round that was ~40-50 MB of the round process's peak (#53: 493-509 ->
-445-467 MB). `side_input_of` also reads a value some step already combined
+it for time) holds the combined value a second time until the round ends: with the near
+pass's own band-key set gone too, the in-process runner's live buffers at the end of a 45 207-page
+round 32.8 -> 12.3 MB and that round's process peak 523-527 -> 463-477 MB (#53, RESULTS.md,
+sixth sitting). `side_input_of` also reads a value some step already combined
 `.without_defaults()` (a planned-URL count the fetch and page steps share, URL-seen's probe
 set), supplying `fn`'s empty result when the input was empty.
 """
