@@ -6,7 +6,8 @@ time in Python, that was a tuple, a join and a set insertion per k-gram and a di
 lookup per k-gram of the batch: half of the signing time. Here each text becomes its words
 with spaces between them in one call (`spaced_words`), the batch's words come from one Arrow
 whitespace split and are numbered once (`dictionary_encode`), a k-gram is a row of k word
-numbers, the batch's distinct k-grams come from `np.unique`, and only those are joined (in
+numbers, the batch's distinct k-grams come from Arrow's hash (`dictionary_encode`; `np.unique`
+where a k-gram's numbers do not fit one int64), and only those are joined (in
 Arrow) and hashed (one sha1 each, as before). A text's k-grams are not made distinct: the
 minimum over them is the same.
 
