@@ -2,6 +2,9 @@
 
     python benchmarks/runner_buffers.py OUT.txt --crawl_dir D [round flags]
 
+Run as a script, it imports the installed beamcrawl (the editable install's checkout), not the
+checkout it sits in: to measure another checkout (a worktree), set PYTHONPATH to it.
+
 After each stage, OUT.txt gets the stage, the bytes held by every buffer still alive (the
 encoded elements a PCollection keeps between the stage that wrote it and the ones that
 read it), the largest by PCollection name, and at the end the peak of their sum. Buffers

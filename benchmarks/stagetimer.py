@@ -3,6 +3,9 @@
     python benchmarks/stagetimer.py OUT.jsonl --crawl_dir D [round flags]
     python benchmarks/stagetimer.py OUT.jsonl --module pipelines.crawl --crawl_dir D [crawl flags]
 
+Run as a script, it imports the installed beamcrawl, not the checkout it sits in: PYTHONPATH
+names the checkout to measure (as `crawl_split` and `bench_sweep` set it for `--repo`).
+
 Writes one JSON line per executed stage to OUT.jsonl: its start (seconds since this script
 started; `at`: epoch seconds), its seconds, the process's RSS after it (MB), the names of the transforms fused
 into it, and where glibc says so (`mallinfo2`, glibc 2.33+) its malloc heap after the stage:
