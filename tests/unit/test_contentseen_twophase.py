@@ -13,6 +13,7 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.util import assert_that, equal_to
 
 from schemas import tables
+from tests.unit.pipeline_graph import applied_transforms
 from transforms.contentseen import step as contentseen_step
 from transforms.contentseen import oldside as contentseen_oldside
 from transforms.contentseen import fingerprints as contentseen_fingerprints
@@ -192,18 +193,12 @@ def test_through_spill_files_the_marks_are_made_from_the_files_with_the_same_res
     p, dups, near = run_round(crawl["files"], crawl["new"], spill_dir=str(tmp_path))
     assert_that(dups, equal_to(want_dups), label="Dups")
     assert_that(near, equal_to(want_near), label="Near")
-    steps = {t.full_label: t for t in _walk(p.transforms_stack[0])}
+    steps = {t.full_label: t for t in applied_transforms(p)}
     paths = steps["VisitedToFiles/ToFiles"].outputs[None]
     for mark in ("MarkDuplicatesAndNear", "NearSource"):
         assert list(steps[f"ContentSeen/{mark}"].main_inputs.values()) == [paths], mark
     p.run().wait_until_finish()
     assert list((tmp_path / "near_pages").glob("*.spill")), "near pages not spilled"
-
-
-def _walk(node):
-    yield node
-    for part in node.parts:
-        yield from _walk(part)
 
 
 def test_a_visited_file_without_lsh_keys_gives_the_same_near_pairs(crawl):

@@ -14,6 +14,7 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that
 
+from tests.unit.pipeline_graph import transform_labels
 from transforms.contentseen import clusters, duplicates, nearpass, oldside
 from transforms.contentseen import fingerprints as F
 from transforms.contentseen import step
@@ -184,12 +185,7 @@ def test_near_clusters_on_the_callers_band_keys(round_case):
     def check(tables):
         assert len(tables) == 1 and tables[0].equals(want) and want.num_rows > 50, tables
     assert_that(got, check)
-    labels = []
-
-    class Labels(beam.pipeline.PipelineVisitor):
-        def visit_transform(self, node):
-            labels.append(node.full_label)
-    p.visit(Labels())
+    labels = transform_labels(p)
     assert any(label.startswith("Near/OldPages") for label in labels)
     assert not [label for label in labels if "BandKeySet" in label or "NewBandKeys" in label]
     p.run().wait_until_finish()

@@ -5,6 +5,7 @@ import numpy as np
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from tests.unit.pipeline_graph import transform_labels
 from transforms.tableio.sideinput import combined_side_input, side_input_of
 from transforms.tableio.step import sum_dicts
 from transforms.urls.fpsets import sorted_union
@@ -52,15 +53,6 @@ def test_a_combined_side_input_has_no_default_injection():
     p = beam.Pipeline()
     src = p | beam.Create([np.array([1, 2], np.int64)])
     combined_side_input(src, "Keys", sorted_union)
-    labels = []
-
-    class Labels(beam.pipeline.PipelineVisitor):
-        def enter_composite_transform(self, node):
-            labels.append(node.full_label)
-
-        def visit_transform(self, node):
-            labels.append(node.full_label)
-
-    p.visit(Labels())
+    labels = transform_labels(p)
     assert any(label.startswith("Keys") for label in labels)
     assert not [label for label in labels if "InjectDefault" in label or "DoOnce" in label]
