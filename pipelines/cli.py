@@ -19,6 +19,7 @@ import logging
 import sys
 from dataclasses import dataclass
 
+from pipelines import endpoints
 from pipelines.settings import (
     COMMAND_FLAGS,
     GROUPS,
@@ -226,6 +227,7 @@ def parse_command_line(command, argv):
         raise UsageError(f"--crawl_dir is required: a local path or gs://, s3://, ... URL "
                          f"(see `beamcrawl {command} --help`)")
     use_storage(values["crawl_dir"], rest)
+    endpoints.check(rest)
     return CommandLine(command, values, given, rest)
 
 

@@ -77,6 +77,20 @@ def _free_port():
         return s.getsockname()[1]
 
 
+def _wait_until_listening(proc, port, timeout=120):
+    """The worker pool imports Beam before it listens: a round started before that was
+    refused (a CI run on a busy machine failed so, before pipelines.endpoints waited)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"the worker pool exited with status {proc.returncode}"
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    pytest.fail(f"the worker pool did not listen on port {port} within {timeout} s")
+
+
 @pytest.mark.slow
 def test_portable_runner_with_external_sdk_workers_reaches_the_in_process_state(in_process, simweb_small,
                                                                                  tmp_path):
@@ -85,6 +99,7 @@ def test_portable_runner_with_external_sdk_workers_reaches_the_in_process_state(
                              f"--service_port={port}"], cwd=crawlstate.REPO, env=_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
+        _wait_until_listening(pool, port)
         d = tmp_path / "external"
         crawlstate.start_crawl(simweb_small, d, *STRATEGY)
         start = time.time()
