@@ -29,7 +29,8 @@ def test_host_port_reads_every_address_form(host, port, scheme):
 
 
 @pytest.mark.parametrize("address", ["", "inproc://1.2.3/4", "127.0.0.1", "tcp://:80", "host:notaport",
-                                     "host:99999", "file:///tmp/scheduler.json"])
+                                     "host:99999", "file:///tmp/scheduler.json", "[local]", "[auto]",
+                                     "local[4]", "local"])
 def test_an_address_without_a_tcp_port_is_left_to_the_runner(address):
     assert endpoints.host_port(address) is None
 
@@ -48,6 +49,13 @@ def test_an_address_without_a_tcp_port_is_left_to_the_runner(address):
     (["--environment_type=EXTERNAL", "--environment_options=external_service_address=h:9"],
      [("--environment_config", "h:9")]),
     (["--environment_type=DOCKER", "--environment_config=apache/beam_python3.11_sdk"], []),
+    (["--runner=FlinkRunner", "--flink_master=h:8081"], [("--flink_master", "h:8081")]),
+    (["--runner=FlinkRunner", "--flink_master=[local]"], []),     # a local master: no address
+    (["--runner=FlinkRunner"], []),                                # Beam's default "[auto]"
+    (["--flink_master=h:8081"], []),                               # not the Flink runner
+    (["--runner=SparkRunner", "--spark_master_url=spark://h:7077", "--spark_rest_url=http://h:6066"],
+     [("--spark_master_url", "spark://h:7077"), ("--spark_rest_url", "http://h:6066")]),
+    (["--runner=SparkRunner", "--spark_master_url=local[4]"], []),
 ])
 def test_services_named_by_the_beam_flags(argv, expected):
     assert [(flag, address) for flag, _, address, _ in endpoints.services(argv)] == expected
