@@ -48,12 +48,15 @@ def host_port(address):
 def first_refusal(host, port, wait_s=WAIT_S, connect=socket.create_connection, clock=time.monotonic,
                   sleep=time.sleep):
     """None once a TCP connection to host:port opens; else what stopped the last attempt
-    (e.g. "ConnectionRefusedError: [Errno 111] Connection refused"), after `wait_s`."""
+    (e.g. "ConnectionRefusedError: [Errno 111] Connection refused"), after `wait_s`; a host
+    name that does not resolve at once (a typo is not waited for)."""
     deadline = clock() + wait_s
     while True:
         try:
             connect((host, port), timeout=CONNECT_S).close()
             return None
+        except socket.gaierror as e:
+            return f"the host name does not resolve: {e}"
         except OSError as e:
             error = f"{type(e).__name__}: {e}"
         if clock() + RETRY_S > deadline:
@@ -118,4 +121,5 @@ def check(beam_argv, wait_s=None):
     for flag, what, address, hint in services(beam_argv):
         error = first_refusal(*host_port(address), wait_s=wait_s)
         if error:
-            raise UsageError(f"{flag} {address}: cannot reach {what} for {wait_s:g} s ({error}); {hint}")
+            waited = "" if error.startswith("the host name") else f" for {wait_s:g} s"
+            raise UsageError(f"{flag} {address}: cannot reach {what}{waited} ({error}); {hint}")

@@ -89,6 +89,24 @@ def test_a_service_that_never_answers_is_given_up_after_the_wait():
     assert 2 - endpoints.RETRY_S <= now[0] <= 2
 
 
+def test_a_host_name_that_does_not_resolve_is_not_waited_for(monkeypatch):
+    calls = []
+
+    def connect(address, timeout):
+        calls.append(address)
+        raise socket.gaierror(-2, "Name or service not known")
+
+    error = endpoints.first_refusal("no-such-host", 1, wait_s=30, connect=connect, clock=lambda: 0.0,
+                                    sleep=lambda s: pytest.fail("a name that does not resolve was retried"))
+    assert calls == [("no-such-host", 1)]
+    assert error == "the host name does not resolve: [Errno -2] Name or service not known"
+    monkeypatch.setattr(endpoints, "first_refusal", lambda host, port, wait_s: error)
+    with pytest.raises(UsageError) as e:
+        endpoints.check(["--runner=PortableRunner", "--job_endpoint=no-such-host:8099"])
+    assert str(e.value).startswith("--job_endpoint no-such-host:8099: cannot reach the job server "
+                                   "(the host name does not resolve: ")   # no "for 15 s"
+
+
 def test_a_listening_service_passes_and_a_closed_port_is_one_line():
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
