@@ -24,7 +24,6 @@ import sys
 import time
 
 import apache_beam as beam
-import numpy as np
 import pyarrow as pa
 
 from schemas import tables
@@ -32,6 +31,7 @@ from transforms.fetch import render
 from transforms.fetch.fetchproc import FetchFleet, fetch_processes
 from transforms.fetch.gcpause import full_collections_deferred
 from transforms.fetch.hostjob import fetch_pool, fetch_unit
+from transforms.fetch.hoststate import host_rows, other_hosts
 from transforms.fetch.politeness import HOST, UnitKeys
 from transforms.fetch.progress import ERROR_OUTCOMES, FetchProgress, ProgressReporter
 from transforms.procs import HELPERS_MIN_PAGES, resolved
@@ -243,18 +243,6 @@ class FetchHosts(beam.DoFn):
         if getattr(self, "_tables", None) is not None:
             self._tables.close()
 
-def _host_rows(batch, selected):
-    hosts = set(selected)
-    for row in batch.to_pylist():
-        if row["host"] in hosts:
-            yield row["host"], row
-
-
-def _other_hosts(batch, selected):
-    hosts = set(selected)
-    mask = np.array([h not in hosts for h in batch.column("host").to_pylist()], dtype=bool)
-    return batch.filter(pa.array(mask))
-
 class KeyByUnit(beam.DoFn):
     """(host, joined) -> (unit, (host, joined)) (politeness.UnitKeys); the hosts whose address
     must be looked up first are looked up together when the bundle ends, `threads` at once,
@@ -365,8 +353,8 @@ class Fetch(beam.PTransform):
             .with_output_types(HostTable).with_outputs("results", "filtered", main="kept"))
         # each fetched host meets its cached state (robots rules, delay, errors)
         selected = beam.pvalue.AsList(fetch_list | "SelectedHosts" >> beam.Keys())
-        host_state = hosts | "SelectedHostState" >> beam.FlatMap(_host_rows, selected)
-        other_hosts = hosts | "UnselectedHosts" >> beam.Map(_other_hosts, selected).with_output_types(pa.Table)
+        host_state = hosts | "SelectedHostState" >> beam.FlatMap(host_rows, selected)
+        unselected = hosts | "UnselectedHosts" >> beam.Map(other_hosts, selected).with_output_types(pa.Table)
         # the progress line's "planned": the whole fetch list's URLs
         planned_urls = (fetch_list | "PlannedUrls" >> beam.Map(lambda kv: kv[1].num_rows)
                         | "CountPlanned" >> beam.CombineGlobally(sum).without_defaults())
@@ -385,7 +373,7 @@ class Fetch(beam.PTransform):
         return {
             "pages": pages,
             "hosts": ((fetched_hosts | "FetchedHostTables" >> RowsToTables(tables.HOSTS),
-                       other_hosts) | "AllHosts" >> beam.Flatten()),
+                       unselected) | "AllHosts" >> beam.Flatten()),
             "sitemaps": sitemap_files,
             "results": out_of_scope,
             "filtered": scope_filtered,
