@@ -14,9 +14,10 @@ import pyarrow.compute as pc
 
 
 def _chosen(batch, hosts):
-    """Boolean mask of `batch`'s rows whose host is among `hosts`."""
+    """Boolean mask of `batch`'s rows whose host is among `hosts` (never null: `is_in` gives
+    False for a null host)."""
     column = batch.column("host")
-    return pc.fill_null(pc.is_in(column, value_set=pa.array(list(hosts), column.type)), False)
+    return pc.is_in(column, value_set=pa.array(list(hosts), column.type))
 
 
 def host_rows(batch, hosts):
