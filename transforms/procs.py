@@ -131,12 +131,17 @@ def answer(conn, fn, *args):
 
 def stop_helper(conn, proc, kill=False):
     """End a helper: None on its pipe (it ends once it reads it), then wait up to 5 s before
-    killing it; with `kill`, at once."""
+    killing it; with `kill`, at once, before anything is sent (a None sent first could end it
+    cleanly in the moment before the kill: what it still had on its pipe is never read)."""
+    if kill and proc is not None and proc.is_alive():
+        proc.kill()
+        proc.join()
     if conn is not None:
-        try:
-            conn.send(None)
-        except (OSError, ValueError):
-            pass
+        if not kill:
+            try:
+                conn.send(None)
+            except (OSError, ValueError):
+                pass
         conn.close()
     if proc is not None:
         if not kill:

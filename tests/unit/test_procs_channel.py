@@ -2,10 +2,12 @@
 framed as multiprocessing.Connection frames messages (the helper keeps plain recv/send)."""
 import multiprocessing
 import pickle
+import signal
 import struct
 import threading
 import time
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -112,6 +114,39 @@ def test_a_helper_leaves_what_it_inherited_out_of_full_collections():
         assert conn.recv() > 1000   # the inherited modules' objects, frozen
     finally:
         stop_helper(conn, proc)
+
+
+def _until_none(conn):
+    conn.send("up")
+    while conn.recv() is not None:
+        pass
+
+
+class _SlowSender:
+    """A pipe end that lingers after each send: the helper has time to read a None and end."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def send(self, obj):
+        self.conn.send(obj)
+        time.sleep(1.0)
+
+    def close(self):
+        self.conn.close()
+
+
+@pytest.mark.parametrize("kill, exitcode", [(True, -signal.SIGKILL), (False, 0)])
+def test_a_helper_stopped_with_kill_is_killed_not_asked_to_end(kill, exitcode):
+    """With `kill` nothing is sent first: a None sent before the kill could end the helper
+    cleanly in between (CI once saw a fleet child exit 0 instead of being killed)."""
+    from transforms.procs import start_helper, stop_helper
+    conn, proc = start_helper(_until_none, name="test-until-none")
+    try:
+        assert conn.poll(30) and conn.recv() == "up"
+    finally:
+        stop_helper(_SlowSender(conn), proc, kill=kill)
+    assert proc.exitcode == exitcode
 
 
 def _has_modules(conn, names):
