@@ -149,6 +149,23 @@ def test_a_helper_stopped_with_kill_is_killed_not_asked_to_end(kill, exitcode):
     assert proc.exitcode == exitcode
 
 
+def _own_name(conn):
+    with open("/proc/self/comm") as f:
+        conn.send(f.read().strip())
+    conn.close()
+
+
+def test_a_helper_takes_its_name_in_the_os():
+    """ps and top tell a helper from the fork server and its siblings (one command line)."""
+    from transforms.procs import start_helper, stop_helper
+    conn, proc = start_helper(_own_name, name="beamcrawl-sign-and-more")
+    try:
+        assert conn.poll(30)
+        assert conn.recv() == "beamcrawl-sign-"   # the OS keeps 15 bytes
+    finally:
+        stop_helper(conn, proc)
+
+
 def _has_modules(conn, names):
     import sys
     conn.send([name in sys.modules for name in names])
