@@ -7,8 +7,10 @@ may follow), with `pipelines.crawl` under benchmarks/stagetimer.py (one line per
 stage of the in-process runner) while the crawl's process tree's CPU is sampled every 50 ms. Prints, over the
 whole crawl: the fetch stages (those holding the Fetch transforms), every other stage and the
 time between stages (building, translating, committing a round), each with its wall seconds
-and the machine's busy cores during it; then the slowest other stages by the transforms fused
-into them, summed over the rounds (with `--all_transforms`, every transform of the stage).
+and the machine's busy cores during it; the tree's CPU by process (the crawl's own, the fetch
+processes, page workers, MinHash helpers: each helper names itself in the OS); then the
+slowest other stages by the transforms fused into them, summed over the rounds (with
+`--all_transforms`, every transform of the stage).
 Cores are the crawl's tree's (its own processes, whatever else runs), but other load still
 slows it. Nothing is asserted.
 """
@@ -38,7 +40,7 @@ class CpuSampler(threading.Thread):
     def __init__(self, pid, period=0.05):
         super().__init__(daemon=True)
         self.pid, self.period, self.samples, self.stop = pid, period, [], threading.Event()
-        self._seen = {}
+        self._seen, self._names = {}, {}
 
     def _cpu(self):
         import psutil
@@ -49,11 +51,21 @@ class CpuSampler(threading.Thread):
             procs = []
         for p in procs:
             try:
+                key = (p.pid, p.create_time())
                 t = p.cpu_times()
-                self._seen[(p.pid, p.create_time())] = t.user + t.system
+                self._seen[key] = t.user + t.system
+                self._names[key] = "root" if p.pid == self.pid else p.name()   # (a helper names itself)
             except psutil.Error:
                 pass
         return sum(self._seen.values())
+
+    def by_role(self) -> dict:
+        """{role: CPU seconds} over the run, by the name each process had at its last sample
+        (`role_of`)."""
+        out = collections.Counter()
+        for key, cpu in self._seen.items():
+            out[role_of(self._names.get(key, ""))] += cpu
+        return dict(out)
 
     def run(self):
         while not self.stop.is_set():
@@ -71,6 +83,18 @@ class CpuSampler(threading.Thread):
         if t1 <= t0:
             return 0.0
         return (self.cpu_at(t1) - self.cpu_at(t0)) / (t1 - t0)
+
+
+ROLES = {"root": "the crawl's process (Beam's stages; pages parsed inline)",
+         "beamcrawl-fetch": "fetch processes", "beamcrawl-page": "page workers",
+         "beamcrawl-sign": "MinHash helpers"}
+
+
+def role_of(name: str) -> str:
+    """A process's part in the crawl from its OS name: the crawl's own process (`root`) or a
+    helper, which names itself (transforms.procs.name_this_process); anything else (the fork
+    server, a process not named yet) is "other"."""
+    return ROLES.get(name, "other (fork server, ...)")
 
 
 def cpu_at(samples, t) -> float:
@@ -149,6 +173,11 @@ def main(argv=None):
     for k in ("fetch stages", "other stages", "between stages"):
         s, c = groups[k]
         print(f"| {k} | {s:.1f} | {100 * s / wall:.0f} % | {c / s if s else 0:.2f} |")
+    roles = sampler.by_role()
+    total = sum(roles.values()) or 1.0
+    print("\n| process | CPU s | share of the tree's CPU |\n| --- | --- | --- |")
+    for k, v in sorted(roles.items(), key=lambda kv: -kv[1]):
+        print(f"| {k} | {v:.1f} | {100 * v / total:.0f} % |")
     print(f"\nslowest other stages (summed over rounds):\n| transforms | seconds | cores | runs |\n| --- | --- | --- | --- |")
     for k, (s, c, n) in sorted(by_t.items(), key=lambda kv: -kv[1][0])[:a.top]:
         print(f"| {k} | {s:.2f} | {c / s if s else 0:.2f} | {n} |")

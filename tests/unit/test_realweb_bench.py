@@ -5,6 +5,7 @@ import http.client
 import json
 import shutil
 import socket
+import time
 
 import pytest
 
@@ -262,3 +263,28 @@ def test_the_crawl_split_counts_short_stages_busy_and_adds_up_to_the_crawls_cpu(
     assert sum(core_seconds for _, core_seconds in groups.values()) == pytest.approx(3.0)
     assert groups["other stages"][1] / groups["other stages"][0] == pytest.approx(1.5)
     assert by_transforms["S7"][1] == pytest.approx(0.015)
+
+
+def _burn_then_wait(conn):
+    started = time.process_time()
+    while time.process_time() - started < 0.3:
+        pass
+    conn.send("burnt")
+    conn.recv()   # None: the end
+
+
+def test_the_crawl_split_gives_each_helper_its_cpu_by_the_name_it_took():
+    import os
+
+    from benchmarks.crawl_split import ROLES, CpuSampler
+    from transforms.procs import start_helper, stop_helper
+    conn, proc = start_helper(_burn_then_wait, name="beamcrawl-page")
+    try:
+        assert conn.poll(30) and conn.recv() == "burnt"
+        sampler = CpuSampler(os.getpid())
+        sampler._cpu()
+        roles = sampler.by_role()
+    finally:
+        stop_helper(conn, proc)
+    assert roles["page workers"] >= 0.25
+    assert ROLES["root"] in roles and "fetch processes" not in roles
