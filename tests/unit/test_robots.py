@@ -138,6 +138,19 @@ def test_percent_encoding_is_normalised():
 
 def test_robots_txt_itself_is_always_allowed():
     assert allowed("User-agent: *\nDisallow: /\n", "/robots.txt")
+    assert allowed("User-agent: *\nDisallow: /\n", "/robots.txt?x=1")
+    # only the path /robots.txt: the name elsewhere in the URL is no pass
+    for other in ("/a/robots.txt", "/x?next=/robots.txt", "/robots.txt.bak", "/robots.txt/x", "/x#/robots.txt"):
+        assert not allowed("User-agent: *\nDisallow: /\n", other), other
+
+
+def test_one_policy_answers_each_user_agent_by_its_own_groups():
+    """The rules are looked up once per User-Agent header, never shared between two."""
+    p = RobotsPolicy.parse("User-agent: *\nDisallow: /\n\nUser-agent: beamcrawl\nDisallow: /private\n")
+    for _ in range(2):
+        assert p.allowed("http://a.test/page", "beamcrawl/0.1 (+https://x.test)")
+        assert not p.allowed("http://a.test/private/p", "beamcrawl/0.1 (+https://x.test)")
+        assert not p.allowed("http://a.test/page", "otherbot/2.0")
 
 
 def test_crawl_delay_sitemaps_and_request_rate():

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from protego import Protego
 
@@ -194,6 +195,7 @@ class RobotsPolicy:
         self.body = body or ""
         self._groups, self._sitemaps = parse_groups(self.body) if state == PARSED else ([], [])
         self._rules: dict[str, Protego | None] = {}
+        self._by_agent: dict[str, Protego | None] = {}   # User-Agent header -> its rules
 
     @classmethod
     def parse(cls, text: str) -> "RobotsPolicy":
@@ -232,9 +234,11 @@ class RobotsPolicy:
             return True
         if self.state == DISALLOW_ALL:
             return False
-        if _path_of(url) == "/robots.txt":
+        if _ROBOTS_PATH in url and _path_of(url) == _ROBOTS_PATH:   # (urlsplit only when it may be)
             return True
-        rules = self.rules_for(agent_token(user_agent))
+        rules = self._by_agent.get(user_agent, self)
+        if rules is self:   # (asked for every URL: the header's token is read once)
+            rules = self._by_agent[user_agent] = self.rules_for(agent_token(user_agent))
         return True if rules is None else bool(rules.can_fetch(url, "*"))
 
     def crawl_delay(self, user_agent: str) -> float | None:
@@ -257,8 +261,10 @@ class RobotsPolicy:
         return list(self._sitemaps)
 
 
+_ROBOTS_PATH = "/robots.txt"
+
+
 def _path_of(url: str) -> str:
-    from urllib.parse import urlsplit
     try:
         return urlsplit(url).path or "/"
     except ValueError:
