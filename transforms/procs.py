@@ -130,7 +130,7 @@ def name_this_process(name: str) -> bool:
         import ctypes
         libc = ctypes.CDLL(None, use_errno=True)
         return libc.prctl(PR_SET_NAME, ctypes.c_char_p(name.encode("utf-8")[:15]), 0, 0, 0) == 0
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):   # no libc to load, or no prctl in it
         return False
 
 
