@@ -195,7 +195,6 @@ class RobotsPolicy:
         self.body = body or ""
         self._groups, self._sitemaps = parse_groups(self.body) if state == PARSED else ([], [])
         self._rules: dict[str, Protego | None] = {}
-        self._by_agent: dict[str, Protego | None] = {}   # User-Agent header -> its rules
 
     @classmethod
     def parse(cls, text: str) -> "RobotsPolicy":
@@ -236,9 +235,7 @@ class RobotsPolicy:
             return False
         if _ROBOTS_PATH in url and _path_of(url) == _ROBOTS_PATH:   # (urlsplit only when it may be)
             return True
-        rules = self._by_agent.get(user_agent, self)
-        if rules is self:   # (asked for every URL: the header's token is read once)
-            rules = self._by_agent[user_agent] = self.rules_for(agent_token(user_agent))
+        rules = self.rules_for(agent_token(user_agent))
         return True if rules is None else bool(rules.can_fetch(url, "*"))
 
     def crawl_delay(self, user_agent: str) -> float | None:
