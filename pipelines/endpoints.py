@@ -23,6 +23,7 @@ RETRY_S = 0.25
 DASK_HINT = ("is its scheduler running? `scripts/dask_local.sh` starts one with workers on "
              "this machine, `dask scheduler` anywhere")
 JOB_HINT = "is the job server running? (--job_endpoint embed runs one inside this process)"
+UNRESOLVED = "the host name does not resolve"   # first_refusal's answer that was not waited for
 CLUSTER_HINT = "start the cluster, or give the address its master listens on"
 POOL_HINT = ("is the SDK worker pool running? `python -m apache_beam.runners.worker.worker_pool_main "
              "--service_port=PORT` starts one")
@@ -56,7 +57,7 @@ def first_refusal(host, port, wait_s=WAIT_S, connect=socket.create_connection, c
             connect((host, port), timeout=CONNECT_S).close()
             return None
         except socket.gaierror as e:
-            return f"the host name does not resolve: {e}"
+            return f"{UNRESOLVED}: {e}"
         except OSError as e:
             error = f"{type(e).__name__}: {e}"
         if clock() + RETRY_S > deadline:
@@ -121,5 +122,5 @@ def check(beam_argv, wait_s=None):
     for flag, what, address, hint in services(beam_argv):
         error = first_refusal(*host_port(address), wait_s=wait_s)
         if error:
-            waited = "" if error.startswith("the host name") else f" for {wait_s:g} s"
+            waited = "" if error.startswith(UNRESOLVED) else f" for {wait_s:g} s"
             raise UsageError(f"{flag} {address}: cannot reach {what}{waited} ({error}); {hint}")
