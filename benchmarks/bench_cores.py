@@ -65,7 +65,7 @@ def ensure_base(work: Path, export: Path, round_pages: int, fetch_threads: int, 
              "--allow_domains", "simweb.test", "--deny_extensions", "", "--sitemaps", "false",
              "--delay_per_host", "0", "--expand_duplicates", "true", "--max_pages", round_pages,
              "--politeness_key", "host",   # every exported host is on 127.0.0.1: each its own site
-             "--max_per_host", round_pages, "--store", "none", "--fetch_threads", fetch_threads,
+             "--max_per_host", round_pages, "--round_growth", "0", "--store", "none", "--fetch_threads", fetch_threads,
              "--progress_seconds", "0"]
     if not (base / "crawl.json").exists():
         shutil.rmtree(base, ignore_errors=True)

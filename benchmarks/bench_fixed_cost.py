@@ -55,7 +55,7 @@ def main(argv=None):
     try:
         d = tempfile.mkdtemp(prefix="bench_fixed_") + "/crawl"
         args = ["--crawl_dir", d, "--allow_loopback", "true", "--resolve_file", str(web.hostmap_file),
-                "--allow_domains", "simweb.test", "--max_pages", str(a.pages), "--max_per_host", str(a.pages),
+                "--allow_domains", "simweb.test", "--max_pages", str(a.pages), "--max_per_host", str(a.pages), "--round_growth", "0",
                 "--delay_per_host", "0", "--politeness_key", "host",
                 "--progress_seconds", "0"]
         assert inject.main(args + [x for s in web.seeds for x in ("--seed", s)]) == 0

@@ -55,7 +55,7 @@ def run_round(code, d, pages, extra):
     # process's own peak (Linux carries it over fork/vfork + exec), and this one holds the web
     proc = subprocess.Popen(["/usr/bin/time", "-f", "maxrss_kb=%M", sys.executable, "-m",
                              "pipelines.round", "--crawl_dir", str(d), "--max_pages", str(pages),
-                             "--max_per_host", str(pages), *COMMON, *extra],
+                             "--max_per_host", str(pages), "--round_growth", "0", *COMMON, *extra],
                             cwd=code, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     tree_peak = 0   # the round and its page-parsing worker processes, sampled

@@ -76,6 +76,7 @@ def crawl(web, d, strategy, batch, per_host, budget, delay=0.0, extra=()):
     from tests.e2e import crawlstate
     crawlstate.start_crawl(web, d, "--strategy", strategy, "--max_pages", str(batch),
                            "--max_per_host", str(per_host), "--delay_per_host", str(delay),
+                           "--round_growth", "0",   # the replay's batches: every round `batch`
                            *extra)
     crawlstate.run_rounds(d, "--max_total_pages", str(budget))
 

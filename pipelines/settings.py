@@ -207,7 +207,7 @@ ROUND_SETTINGS = {s.name: s for s in [
       "robots.txt and --delay_per_host (per worker); requests to any other host are refused."),
     # --- ordering ---
     S("max_pages", int, 1000, "ordering", "URLs fetched per round (the fetch list's size).", at_least(1)),
-    S("round_growth", float, 0.0, "ordering", "A round fetches max(--max_pages, this share of the "
+    S("round_growth", float, 0.1, "ordering", "A round fetches max(--max_pages, this share of the "
       "pages downloaded so far), at most --max_round_pages: the crawl-DB work a page costs stays "
       "flat as the crawl grows, the round's memory grows with it (0: every round --max_pages; "
       "pipelines/roundsize.py).", between(0.0, 1.0)),

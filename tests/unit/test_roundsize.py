@@ -47,3 +47,12 @@ def test_size_is_bounded_and_grows_with_the_crawl(base, growth, cap, a, b):
     assert base <= round_pages(s, lo) <= round_pages(s, hi)
     if cap:
         assert round_pages(s, hi) <= max(base, cap)
+
+
+def test_rounds_grow_by_default_once_the_crawl_is_ten_rounds_big():
+    from pipelines.settings import effective_round_settings
+    s = effective_round_settings({}, {})
+    assert round_pages(s, 0) == s["max_pages"] == 1000
+    assert round_pages(s, 10_000) == 1000           # ten rounds of --max_pages: not yet
+    assert round_pages(s, 123_456) == 12_345
+    assert round_pages(effective_round_settings({"round_growth": 0.0}, {}), 123_456) == 1000
