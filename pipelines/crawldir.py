@@ -31,7 +31,7 @@ Table kinds
   view of round N is the union of the deltas of rounds 0..N. (A compaction that folds old
   deltas into one full snapshot lists the table under "full" in that round's manifest;
   the view then starts there. Readers need no change for it: `table_files` stops there.)
-- layered tables (LAYERED: the frontier): a snapshot table that a round may write as a
+- layered tables (LAYERED: the frontier, the hosts): a snapshot table that a round may write as a
   delta over the last full snapshot: the rows it added or changed, and in
   `<table>_removed` the keys that left; the manifest lists it under "deltas". The view is
   the snapshot plus the deltas since, latest row per key, removals applied
@@ -57,7 +57,9 @@ from transforms.tableio.layers import read_layers
 SNAPSHOT_TABLES = ("frontier", "hosts", "opic", "deepweb")
 DELTA_TABLES = ("visited", "links", "pages", "filtered", "near_duplicates", "docfreq", "forms",
                 "recrawl", "outbox")   # outbox: URLs for other shards' hosts (pipelines/fleet.py)
-LAYERED = {"frontier": "fp"}   # snapshot tables a round may write as a delta: their key
+# snapshot tables a round may write as a delta: their key (a text key is hashed where it is
+# read: transforms.tableio.layers.key_array)
+LAYERED = {"frontier": "fp", "hosts": "host"}
 REMOVED_TABLES = tuple(f"{t}_removed" for t in LAYERED)
 COMMITTED = "_COMMITTED"
 PRUNED = "_PRUNED"

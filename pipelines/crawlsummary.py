@@ -53,8 +53,9 @@ def _scan(crawl, table, upto, columns):
     """Yield the table's view as of round `upto`, one row group at a time, `columns` only
     (Parquet reads just those column chunks: memory holds one row group's few columns)."""
     schema = tables.TABLES[table]
-    if table in LAYERED:   # the frontier: its snapshot and deltas, resolved
-        yield from read_layers([(f, r) for _, f, r in crawl.view_layers(table, upto)], schema, columns)
+    if table in LAYERED:   # the frontier, the hosts: a snapshot and deltas, resolved
+        yield from read_layers([(f, r) for _, f, r in crawl.view_layers(table, upto)], schema, columns,
+                               key=LAYERED[table])
         return
     for path in _files_of(crawl, table, upto):
         try:

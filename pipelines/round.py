@@ -20,6 +20,7 @@ from pipelines import report as report_mod
 from pipelines.config import ConfigError, RoundConfig
 from pipelines.crawldir import CrawlDir, CrawlStateError
 from pipelines.frontierlayout import frontier_as_delta
+from pipelines.hostslayout import hosts_as_delta
 from pipelines.revisits import COMPACTED_FILE, plan_revisits, write_compaction
 from pipelines.roundpipeline import (build_round, budget_sizes, changed_refusal_settings, discard_spill,
                                     plan_round)
@@ -108,6 +109,7 @@ def next_round(cmd, out=print, noted=None):
     fleet.check_layout(crawl, cfg.shard)
     plan = plan_round(crawl, prev)
     delta = frontier_as_delta(crawl, prev, cfg, settings)   # else a full frontier (compaction)
+    hosts_delta = hosts_as_delta(crawl, prev, cfg, settings)   # else the whole hosts table
     revisits = plan_revisits(crawl, prev, cfg)   # incremental mode: due revisits (else empty)
     inbox, inbox_rows, read_through = fleet.plan_inbox(crawl, prev, cfg.shard)   # other shards' URLs
     why_not = nothing_due(crawl, prev, now, cfg.generate.max_depth)
@@ -124,7 +126,7 @@ def next_round(cmd, out=print, noted=None):
     crawl.write_json(round_no, "options.json", settings)
     fleet.write_read_through(crawl, round_no, cfg.shard, read_through)
     result = run_pipeline(lambda p: build_round(p, crawl, cfg, plan, attempt, revisits=revisits, inbox=inbox,
-                                                frontier_delta=delta), cmd.beam_argv,
+                                                frontier_delta=delta, hosts_delta=hosts_delta), cmd.beam_argv,
                           helpers=_uses_helpers(crawl, prev, cfg),
                           eager_heap=budget_sizes(cfg.memory_mb)["eager_heap"])
     discard_spill(crawl, round_no)   # the round's spill files (memory budget) are read by now
@@ -138,7 +140,8 @@ def next_round(cmd, out=print, noted=None):
     full = write_compaction(crawl, round_no, revisits)
     if full:
         parts["recrawl"] = parts.get("recrawl", []) + [COMPACTED_FILE]
-    crawl.commit(round_no, report, parts, full_tables=full, delta_tables=("frontier",) if delta else ())
+    deltas = tuple(t for t, as_delta in (("frontier", delta), ("hosts", hosts_delta)) if as_delta)
+    crawl.commit(round_no, report, parts, full_tables=full, delta_tables=deltas)
     sweep(crawl, round_no)   # failed bundles' parts, the listing: nothing a reader reads
     # old rounds' frontier/hosts/opic: only the last committed round's are ever read again
     crawl.prune_snapshots(int(settings.get("keep_snapshots") or 0))

@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from pipelines import report as report_mod
 from pipelines.config import settings_signatures
+from pipelines.crawldir import LAYERED
 from pipelines.runner import spreads_files
 from pipelines.settings import ROUND_SETTINGS
 from schemas import tables
@@ -192,14 +193,15 @@ _ROWS = ("frontier_rows",)   # not a host name: the row count travels with the h
 
 
 def build_round(p, crawl, cfg, plan, attempt, seeds=(), do_fetch=True, revisits=None, inbox=(),
-                frontier_delta=False):
+                frontier_delta=False, hosts_delta=False):
     """Wire round `cfg.round_no`'s pipeline onto `p`; its outputs go to rounds/N/, and the
     list of its parts to `crawl.parts_listing(N, attempt)` (read by the round's commit).
 
     `cfg`: the round's RoundConfig; `plan`: plan_round's (files, rows) of the committed
     inputs; `seeds`: candidates bundles to inject; `do_fetch` False for an inject round;
     `inbox`: other shards' outbox files for this shard (pipelines.fleet.plan_inbox);
-    `frontier_delta`: write the frontier as a delta (pipelines.frontierlayout).
+    `frontier_delta`: write the frontier as a delta (pipelines.frontierlayout); `hosts_delta`:
+    the hosts table as a delta, the fetched hosts' rows only (pipelines.hostslayout).
     """
     files, rows = plan
     round_no, gen = cfg.round_no, cfg.generate
@@ -230,7 +232,10 @@ def build_round(p, crawl, cfg, plan, attempt, seeds=(), do_fetch=True, revisits=
     seen_files = p | "SeenFiles" >> beam.Create(
         [("visited", f) for f in files["visited"]] + [("filtered", f) for f in files["filtered"]],
         reshuffle=spreads_files(p))
-    hosts = _read(p, "Hosts", files["hosts"], tables.HOSTS)
+    # the hosts' consistent view (a layered table too: pipelines.hostslayout)
+    hosts_view = ViewSpec([(f, r) for _, f, r in crawl.view_layers("hosts", round_no - 1)]
+                          if files["hosts"] else [([], [])], tables.HOSTS, key=LAYERED["hosts"])
+    hosts = p | "ReadHosts" >> ReadView(hosts_view, reshuffle=spreads_files(p))
     stats = [owned["stats"]] if cfg.shard else []
 
     if do_fetch:
@@ -243,7 +248,8 @@ def build_round(p, crawl, cfg, plan, attempt, seeds=(), do_fetch=True, revisits=
         spill_dir = crawl.round_dir(round_no) + f"/{spill.DIRNAME}"
         fetched = {"fetch_list": fetch_list, "hosts": hosts} | "Fetch" >> Fetch(
             cfg.fetch, cfg.fetch_threads, cfg.sitemaps, cfg.scope, cfg.progress_seconds,
-            sizes["ready_pages"], cfg.fetch_processes, (f"{spill_dir}/fetch_list", sizes["spill_bytes"]))
+            sizes["ready_pages"], cfg.fetch_processes, (f"{spill_dir}/fetch_list", sizes["spill_bytes"]),
+            other_hosts=not hosts_delta)
         # Page: each fetched page's fate (visited row, links, filtered, stored body)
         # (the round's link bundles wait for content-seen, and its visited rows for their
         # host's template, in spill files, not in memory)

@@ -248,8 +248,9 @@ ROUND_SETTINGS = {s.name: s for s in [
       "kept; older rounds' are deleted after each commit (0 = keep all). Visited, links, "
       "filtered and the archive are never pruned.", at_least(0)),
     S("compact_ratio", float, 0.25, "storage", "A round writes only the frontier rows it changed "
-      "(a delta) until the deltas since the last full frontier exceed this share of it; then it "
-      "writes the full frontier again (0 = a full frontier every round).", at_least(0.0)),
+      "and the hosts it fetched (deltas) until a table's deltas since its last full copy exceed "
+      "this share of it; then it writes that table whole again (0 = whole tables every round).",
+      at_least(0.0)),
     S("store", str, "warc", "storage", "What keeps fetched content: warc (WARC 1.1 files with a "
       "CDXJ index under rounds/N/warc/), parquet (the pages table), both, or none. Noindex pages "
       "are never stored.", one_of("warc", "parquet", "both", "none")),

@@ -325,8 +325,10 @@ CANDIDATES = pa.schema([
 FP_ONLY = pa.schema([("fp", pa.int64())])
 
 # A table written as deltas over a full snapshot (pipelines/crawldir.py LAYERED) has, in a
-# delta round, "<table>_removed": the keys that left the view in that round.
+# delta round, "<table>_removed": the keys that left the view in that round (a host never
+# leaves the hosts table: its form exists for the machinery's sake, never written today).
 REMOVED = FP_ONLY
+HOSTS_REMOVED = pa.schema([("host", pa.string())])
 
 # A sharded crawl's outbox (rounds/N/outbox/to-SS-*.parquet): the URL-seen candidates of
 # hosts another shard owns, one file set per destination shard SS (pipelines/fleet.py).
@@ -360,6 +362,7 @@ TABLES = {
     "recrawl": RECRAWL,
     "outbox": OUTBOX,
     "frontier_removed": REMOVED,
+    "hosts_removed": HOSTS_REMOVED,
 }
 
 

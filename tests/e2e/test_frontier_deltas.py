@@ -1,6 +1,7 @@
-"""Frontier deltas and compaction (issue #12): a round writes only the frontier rows it
-changed plus the fps that left, over the last full snapshot, and writes the full frontier
-again once the deltas pass --compact_ratio of it. The crawl's state is the same as with a
+"""Frontier and hosts deltas and compaction (issues #12, #53): a round writes only the
+frontier rows it changed plus the fps that left, and only the rows of the hosts it fetched,
+over the last full snapshot, and writes a table whole again once its deltas pass
+--compact_ratio of it. The crawl's state is the same as with a
 full frontier every round (--compact_ratio 0), every URL stays in exactly one of visited,
 frontier and filtered, a killed round reruns to the same state and layout around a
 compaction, and --keep_snapshots prunes the layers no kept view reads."""
@@ -8,6 +9,7 @@ import json
 import shutil
 import signal
 
+import pyarrow.parquet as pq
 import pytest
 
 from pipelines.crawldir import CrawlDir, CrawlStateError
@@ -17,10 +19,10 @@ ROUNDS = 6
 RATIO = "0.5"
 
 
-def layout(d):
-    """Per committed round: "delta" or "full" (its frontier)."""
+def layout(d, table="frontier"):
+    """Per committed round: "delta" or "full" (its `table`)."""
     c = CrawlDir(str(d))
-    return ["delta" if "frontier" in c.manifest(n).get("deltas", ()) else "full"
+    return ["delta" if table in c.manifest(n).get("deltas", ()) else "full"
             for n in c.committed_rounds()]
 
 
@@ -46,6 +48,27 @@ def test_rounds_write_deltas_and_compact_when_the_deltas_pass_the_ratio(crawls):
     for n, kind in enumerate(kinds):   # a compaction comes exactly when the deltas passed the ratio
         if n:
             assert (kind == "full") == c.compaction_due("frontier", n - 1, float(RATIO)), n
+
+
+def test_a_hosts_delta_holds_the_hosts_the_round_fetched_and_compacts_like_the_frontier(crawls):
+    kinds = layout(crawls["deltas"], "hosts")
+    assert kinds[0] == "full" and "delta" in kinds, kinds
+    assert set(layout(crawls["full"], "hosts")) == {"full"}
+    c = CrawlDir(str(crawls["deltas"]))
+    smaller = 0
+    for n, kind in enumerate(kinds):
+        if n:
+            assert (kind == "full") == c.compaction_due("hosts", n - 1, float(RATIO)), n
+        if kind != "delta":
+            continue
+        files = [c.table_dir(n, "hosts") + "/" + f for f in c.manifest(n)["tables"]["hosts"]]
+        written = [h for f in files for h in pq.read_table(f, columns=["host"]).column("host").to_pylist()]
+        visited = c.read_table("visited", n, columns=["host", "round"]).to_pylist()
+        fetched = {r["host"] for r in visited if r["round"] == n}
+        assert len(written) == len(set(written)), n
+        assert fetched <= set(written), f"round {n}: fetched hosts without their new row"
+        smaller += len(written) < c.read_table("hosts", n).num_rows
+    assert smaller, "no delta round wrote fewer rows than the whole hosts table"
 
 
 def test_same_state_and_reports_as_a_full_frontier_every_round(crawls):

@@ -133,3 +133,27 @@ def test_the_round_reads_the_same_view_and_carries_no_delta_keys(crawl, tmp_path
     big_spec = ViewSpec([(f, r) for _, f, r in CrawlDir(str(big)).view_layers("frontier", 1)], tables.FRONTIER)
     small, large = (len(pickler.dumps(_ReadLayer(s, None, "in"))) for s in (spec, big_spec))
     assert large < small + 1000
+
+
+def _hosts(names, fetches):
+    n = len(names)
+    return tables.conform(pa.table({"host": pa.array(names), "fetches": pa.array([fetches] * n, pa.int64())}),
+                          tables.HOSTS)
+
+
+def test_a_table_keyed_by_text_resolves_by_its_hashed_key(tmp_path):
+    """The hosts table (LAYERED by `host`, a text key): the latest row per host name; a
+    name that only looks alike (case, a port) is another key."""
+    paths = []
+    for n, (names, fetches) in enumerate(((["a.test", "b.test", "c.test:81"], 1), (["b.test", "C.test:81"], 2),
+                                          (["c.test:81"], 3))):
+        p = tmp_path / f"hosts-{n}.parquet"
+        pq.write_table(_hosts(names, fetches), p)
+        paths.append(([str(p)], []))
+    for upto, want in ((1, {"a.test": 1, "b.test": 2, "c.test:81": 1, "C.test:81": 2}),
+                       (2, {"a.test": 1, "b.test": 2, "c.test:81": 3, "C.test:81": 2})):
+        t = pa.concat_tables(read_layers(paths[:upto + 1], tables.HOSTS, ["host", "fetches"], key="host"))
+        assert t.num_rows == len(want), upto
+        assert dict(zip(t.column("host").to_pylist(), t.column("fetches").to_pylist())) == want, upto
+    index = DeltaIndex.read(paths, "host")
+    assert len(index) == 3 and index.keys.dtype == np.int64

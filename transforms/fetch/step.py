@@ -329,7 +329,8 @@ class Fetch(beam.PTransform):
     the tables wait for their host's fetch in table files (`tableio.tablefiles`), not in the
     runner's memory. Output: a dict of PCollections:
       pages     one dict per fetched URL (its frontier columns and the fetch result)
-      hosts     the new HOSTS tables (fetched hosts updated, the others as they were)
+      hosts     the new HOSTS tables: the fetched hosts' rows, and with `other_hosts` the other
+                hosts' rows as they were (the whole table; without: a delta of it)
       sitemaps  candidates bundles of sitemaps robots.txt lists for the first time
       results   URL-seen results of fetch-list URLs the current scope rejects (not fetched)
       filtered  their filtered bundles
@@ -338,12 +339,13 @@ class Fetch(beam.PTransform):
     """
 
     def __init__(self, fetch_config, threads, use_sitemaps, url_filter, progress_seconds=0.0,
-                 max_ready=256, processes=0, list_files=None):
+                 max_ready=256, processes=0, list_files=None, other_hosts=True):
         super().__init__()
         self.fetch_hosts = FetchHosts(fetch_config, threads, use_sitemaps, progress_seconds, max_ready,
                                       processes)
         self.url_filter = url_filter
         self.list_files = list_files   # (directory, bytes a file): the fetch list in table files
+        self.other_hosts = other_hosts
 
     def expand(self, inputs):
         fetch_list, hosts = inputs["fetch_list"], inputs["hosts"]
@@ -354,7 +356,6 @@ class Fetch(beam.PTransform):
         # each fetched host meets its cached state (robots rules, delay, errors)
         selected = beam.pvalue.AsList(fetch_list | "SelectedHosts" >> beam.Keys())
         host_state = hosts | "SelectedHostState" >> beam.FlatMap(host_rows, selected)
-        unselected = hosts | "UnselectedHosts" >> beam.Map(other_hosts, selected).with_output_types(pa.Table)
         # the progress line's "planned": the whole fetch list's URLs
         planned_urls = (fetch_list | "PlannedUrls" >> beam.Map(lambda kv: kv[1].num_rows)
                         | "CountPlanned" >> beam.CombineGlobally(sum).without_defaults())
@@ -370,10 +371,14 @@ class Fetch(beam.PTransform):
             | "PolitenessUnits" >> PolitenessUnits(self.fetch_hosts.config, self.fetch_hosts.threads)
             | "Fetch" >> beam.ParDo(self.fetch_hosts, planned=planned)
             .with_outputs("hosts", "sitemaps", "stats", main="pages"))
+        new_hosts = fetched_hosts | "FetchedHostTables" >> RowsToTables(tables.HOSTS)
+        if self.other_hosts:   # the whole table: the hosts not fetched, as they were
+            unselected = (hosts | "UnselectedHosts" >> beam.Map(other_hosts, selected)
+                          .with_output_types(pa.Table))
+            new_hosts = (new_hosts, unselected) | "AllHosts" >> beam.Flatten()
         return {
             "pages": pages,
-            "hosts": ((fetched_hosts | "FetchedHostTables" >> RowsToTables(tables.HOSTS),
-                       unselected) | "AllHosts" >> beam.Flatten()),
+            "hosts": new_hosts,
             "sitemaps": sitemap_files,
             "results": out_of_scope,
             "filtered": scope_filtered,

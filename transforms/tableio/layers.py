@@ -1,6 +1,6 @@
 """Layered views: a full snapshot plus deltas, resolved to one consistent table (plain Python).
 
-A table kept as layers (pipelines/crawldir.py LAYERED: the frontier) has, as of a round, a
+A table kept as layers (pipelines/crawldir.py LAYERED: the frontier, the hosts) has, as of a round, a
 list of layers in round order: layer 0 is the last full snapshot, each later layer a
 round's delta: the rows it added or changed (whole rows) and the keys it removed. The view
 is, per key, the row of the key's latest event, or nothing when that event is a removal.
@@ -11,24 +11,35 @@ does: a row of layer j is in the view exactly when its key is not in the index (
 base can have such rows) or its last layer is j. It reads only the key column of the
 deltas (small: compaction keeps the deltas under a share of the snapshot), so the big
 snapshot is filtered row group by row group, never held or shuffled.
+
+A key column is int64 (the frontier's `fp`) or text (the hosts' `host`): a text key is
+hashed to 64 bits where it is read (`key_array`), so the files need no extra column.
 """
 import numpy as np
 import pyarrow as pa
 
 from schemas.tables import ParquetReadError
+from strategies.hashing import text_hash64
 from transforms.tableio.files import open_parquet, read_row_groups
 
 KEY = "fp"
 
 
+def key_array(column) -> np.ndarray:
+    """A key column's keys as int64: the values of an integer column, 64-bit hashes of a
+    text column's (`strategies.hashing.text_hash64`, the same in every process)."""
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        return text_hash64(column.to_pylist()).view(np.int64)
+    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
 def _keys(path, key=KEY):
     try:
         with open_parquet(path) as pf:
-            col = pf.read(columns=[key]).column(key)
+            return key_array(pf.read(columns=[key]).column(key))
     except Exception as e:
         raise ParquetReadError(f"{path}: cannot read this Parquet file ({type(e).__name__}: "
                                f"{e}). It is missing or damaged; restore it from a backup.") from e
-    return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 class DeltaIndex:
@@ -75,8 +86,7 @@ def layer_key_groups(path, key=KEY):
     try:
         with open_parquet(path) as pf:
             for i in range(pf.num_row_groups):
-                col = pf.read_row_group(i, columns=[key]).column(key)
-                yield pf, i, np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.int64)
+                yield pf, i, key_array(pf.read_row_group(i, columns=[key]).column(key))
     except ParquetReadError:
         raise
     except Exception as e:
@@ -93,6 +103,6 @@ def read_layers(layers, schema, columns=None, index=None, key=KEY):
     for j, (files, _) in enumerate(layers):
         for path in files:
             for _, _, t in read_row_groups(path, sub):
-                t = t.filter(pa.array(index.keep(t.column(key).to_numpy(zero_copy_only=False), j)))
+                t = t.filter(pa.array(index.keep(key_array(t.column(key)), j)))
                 if t.num_rows:
                     yield t.select(wanted)
