@@ -14,6 +14,7 @@ import pyarrow as pa
 from pipelines import report as report_mod
 from pipelines.config import settings_signatures
 from pipelines.crawldir import LAYERED
+from pipelines.linkbatches import LinkBatches, link_batch_size
 from pipelines.runner import spreads_files
 from pipelines.settings import ROUND_SETTINGS
 from schemas import tables
@@ -52,8 +53,6 @@ VISITED_ROW_GROUP = 16 * 1024   # rows; see contentseen's phase 2 (bench_content
 INPUT_TABLES = ("frontier", "visited", "filtered", "hosts", "opic", "links", "deepweb")
 MB = 1 << 20
 LINKS_PER_PAGE = 100   # links a fetched page is expected to yield, when sizing URL-seen buckets
-MIN_PART_ROWS = 1_000  # candidates per (link batch, URL-seen bucket) part, on average
-MAX_LINK_BATCH = 1_000_000   # links per batch, at most
 
 
 def _clamp(v, low, high):
@@ -79,37 +78,6 @@ def url_seen_buckets(rows, max_pages, bucket_rows):
                                        + new_links) / bucket_rows))
 
 
-def link_batch_size(budget_batch, buckets):
-    """Links per link batch: the budget's, raised so each batch gives every URL-seen bucket
-    ~MIN_PART_ROWS candidates. URL-seen's shuffle carries one packed part per (batch, bucket);
-    small batches times many buckets (a small --memory_mb on a big round) made that product
-    explode: 169 batches x ~70 buckets at --memory_mb 128 in a 16 000-page round, whose link
-    and merge stages took 4.97 + 8.35 s instead of 0.67 + 0.47 s. Batches are of this fixed
-    size (not BatchElements' adaptive ramp from 1, which made dozens of tiny batches), counted
-    in links, not bundles (`_bundle_links`): a documentation index page has up to ~24 000 `a`
-    elements, so 512 bundles could hold hundreds of thousands of links; in the Debian-docs
-    web's 462 000-link round the link stage was the crawl's peak (476 MB; 378 MB counted in links)."""
-    return _clamp(max(budget_batch, buckets * MIN_PART_ROWS), 1, MAX_LINK_BATCH)
-
-
-def _bundle_links(bundle):
-    """A link bundle's size in a link batch: its links (an empty one counts 1)."""
-    return max(1, len(bundle["dst"]))
-
-
-class LinkBatches(beam.PTransform):
-    """Link bundles -> lists of bundles holding at most `links` links together (a bundle with
-    more is a batch alone); `link_batch_size` says how many."""
-
-    def __init__(self, links):
-        super().__init__()
-        self.links = links
-
-    def expand(self, bundles):
-        return bundles | beam.BatchElements(min_batch_size=self.links, max_batch_size=self.links,
-                                            element_size_fn=_bundle_links)
-
-
 def discard_spill(crawl, round_no):
     """Delete round `round_no`'s spill files (after its pipeline finished, before the commit)."""
     return spill.discard(crawl.round_dir(round_no))
@@ -129,6 +97,12 @@ def plan_round(crawl, prev):
 def _read(p, label, files, schema, columns=None, with_positions=False):
     return p | f"Read{label}" >> ReadTables(files, schema, columns, with_positions,
                                             reshuffle=spreads_files(p))
+
+
+def _view_spec(crawl, table, upto, files):
+    """LAYERED `table`'s view as of committed round `upto` (empty when it has no `files`)."""
+    layers = [(f, r) for _, f, r in crawl.view_layers(table, upto)] if files else [([], [])]
+    return ViewSpec(layers, tables.TABLES[table], key=LAYERED[table])
 
 
 def _schedulable(table, now, max_depth):
@@ -200,8 +174,8 @@ def build_round(p, crawl, cfg, plan, attempt, seeds=(), do_fetch=True, revisits=
     `cfg`: the round's RoundConfig; `plan`: plan_round's (files, rows) of the committed
     inputs; `seeds`: candidates bundles to inject; `do_fetch` False for an inject round;
     `inbox`: other shards' outbox files for this shard (pipelines.fleet.plan_inbox);
-    `frontier_delta`: write the frontier as a delta (pipelines.frontierlayout); `hosts_delta`:
-    the hosts table as a delta, the fetched hosts' rows only (pipelines.hostslayout).
+    `frontier_delta`, `hosts_delta`: write the frontier, the hosts table (the fetched hosts' rows)
+    as a delta (pipelines.frontierlayout, hostslayout).
     """
     files, rows = plan
     round_no, gen = cfg.round_no, cfg.generate
@@ -215,9 +189,7 @@ def build_round(p, crawl, cfg, plan, attempt, seeds=(), do_fetch=True, revisits=
     buckets = url_seen_buckets(rows, gen.max_pages if do_fetch else 0, sizes["bucket_rows"])
 
     # the frontier's consistent view: the last full snapshot and the deltas since (crawldir)
-    prev = round_no - 1 if files["frontier"] else None
-    view = ViewSpec([(f, r) for _, f, r in crawl.view_layers("frontier", prev)] if prev is not None
-                    else [([], [])], tables.FRONTIER)
+    view = _view_spec(crawl, "frontier", round_no - 1, files["frontier"])
     # a delta round reads only what Generate and the due counts need (URL-seen reads the rows
     # it touches itself); a full rewrite, or a shard that sends rows away, reads every column
     narrow = frontier_delta and not cfg.shard
@@ -232,10 +204,8 @@ def build_round(p, crawl, cfg, plan, attempt, seeds=(), do_fetch=True, revisits=
     seen_files = p | "SeenFiles" >> beam.Create(
         [("visited", f) for f in files["visited"]] + [("filtered", f) for f in files["filtered"]],
         reshuffle=spreads_files(p))
-    # the hosts' consistent view (a layered table too: pipelines.hostslayout)
-    hosts_view = ViewSpec([(f, r) for _, f, r in crawl.view_layers("hosts", round_no - 1)]
-                          if files["hosts"] else [([], [])], tables.HOSTS, key=LAYERED["hosts"])
-    hosts = p | "ReadHosts" >> ReadView(hosts_view, reshuffle=spreads_files(p))
+    hosts = p | "ReadHosts" >> ReadView(_view_spec(crawl, "hosts", round_no - 1, files["hosts"]),
+                                        reshuffle=spreads_files(p))   # layered too: hostslayout
     stats = [owned["stats"]] if cfg.shard else []
 
     if do_fetch:

@@ -247,10 +247,9 @@ ROUND_SETTINGS = {s.name: s for s in [
     S("keep_snapshots", int, 2, "storage", "Rounds whose frontier, hosts and opic snapshots are "
       "kept; older rounds' are deleted after each commit (0 = keep all). Visited, links, "
       "filtered and the archive are never pruned.", at_least(0)),
-    S("compact_ratio", float, 0.25, "storage", "A round writes only the frontier rows it changed "
-      "and the hosts it fetched (deltas) until a table's deltas since its last full copy exceed "
-      "this share of it; then it writes that table whole again (0 = whole tables every round).",
-      at_least(0.0)),
+    S("compact_ratio", float, 0.25, "storage", "A round writes only the frontier rows it changed and the "
+      "hosts it fetched (deltas) until a table's deltas since its last full copy exceed this share "
+      "of it; then it writes that table whole again (0 = whole tables every round).", at_least(0.0)),
     S("store", str, "warc", "storage", "What keeps fetched content: warc (WARC 1.1 files with a "
       "CDXJ index under rounds/N/warc/), parquet (the pages table), both, or none. Noindex pages "
       "are never stored.", one_of("warc", "parquet", "both", "none")),
