@@ -2,9 +2,9 @@
 
 The hosts table holds one row for every host the crawl knows, its robots.txt body included,
 and a round fetches some of them. Rewritten whole every round, it cost what the crawl knows,
-not what the round does: at 5 015 hosts (the 500 000-page sweep, benchmarks/RESULTS.md)
-reading it, setting the other hosts' rows aside and writing it all again took 0.4-0.6 s of
-a 1.2-1.6 s tail round. As a delta (pipelines/crawldir.py LAYERED, keyed by host name) a
+not what the round does: at 5 015 hosts (the 500 000-page sweep, benchmarks/RESULTS.md,
+eighth sitting) reading it, setting the other hosts' rows aside and writing it all again took
+0.44-0.50 s of tail rounds of 1.21-1.57 s. As a delta (pipelines/crawldir.py LAYERED, keyed by host name) a
 round writes only the rows of the hosts it fetched. It writes the table whole (a compaction)
 when
 - the deltas since the last full snapshot exceed `--compact_ratio` of it (0: never deltas);
