@@ -6,8 +6,8 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipelines.roundpipeline import (LINKS_PER_PAGE, MIN_PART_ROWS, LinkBatches, budget_sizes,
-                                      link_batch_size, url_seen_buckets)
+from pipelines.linkbatches import MIN_PART_ROWS, LinkBatches, link_batch_size
+from pipelines.roundpipeline import LINKS_PER_PAGE, budget_sizes, url_seen_buckets
 from transforms.fetch import hostfetcher as fetcher_mod
 from transforms.fetch.hostjob import fetch_one_host
 from transforms.tableio import spill
