@@ -20,8 +20,7 @@ def hosts_as_delta(crawl, prev, cfg, settings) -> bool:
     """True when round prev + 1 writes the hosts table as a delta (see the module doc)."""
     if prev is None:
         return False
-    crawl.layer_rows(TABLE, prev)   # every layer's files checked before anything is written
-    ratio = float(settings.get("compact_ratio") or 0)
-    if ratio <= 0 or cfg.shard:
-        return False
-    return not crawl.compaction_due(TABLE, prev, ratio)
+    # compaction_due reads every layer's footer (a damaged file stops the round before any
+    # write) and is due whatever the deltas when the ratio is 0
+    due = crawl.compaction_due(TABLE, prev, float(settings.get("compact_ratio") or 0))
+    return not due and not cfg.shard
