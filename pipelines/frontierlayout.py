@@ -32,12 +32,12 @@ def _same_scoring(crawl, prev, settings) -> bool:
 
 def frontier_as_delta(crawl, prev, cfg, settings) -> bool:
     """True when round prev + 1 writes the frontier as a delta (see the module doc)."""
-    ratio = float(settings.get("compact_ratio") or 0)
     if prev is None:
         return False
-    crawl.layer_rows(TABLE, prev)   # every layer's files checked before anything is written
-    if ratio <= 0:
+    # compaction_due reads every layer's footer (a damaged file stops the round before any
+    # write) and is due whatever the deltas when the ratio is 0
+    if crawl.compaction_due(TABLE, prev, float(settings.get("compact_ratio") or 0)):
         return False
     if not scores_per_row(cfg.score.ordering) or cfg.shard or cfg.max_buffer:
         return False
-    return not crawl.compaction_due(TABLE, prev, ratio) and _same_scoring(crawl, prev, settings)
+    return _same_scoring(crawl, prev, settings)
