@@ -288,3 +288,14 @@ def test_the_crawl_split_gives_each_helper_its_cpu_by_the_name_it_took():
         stop_helper(conn, proc)
     assert roles["page workers"] >= 0.25
     assert ROLES["root"] in roles and "fetch processes" not in roles
+
+
+def test_the_packing_bench_counts_a_crawls_pages_from_its_last_round_and_names_a_log_without_one(tmp_path):
+    from benchmarks.bench_packing import _downloaded
+    log = tmp_path / "crawl.log"
+    log.write_text("round 1: ...\n  page sets: downloaded 20, expired 0, pending 203\n"
+                   "round 2: ...\n  page sets: downloaded 223, expired 0, pending 1038\n20 rounds run\n")
+    assert _downloaded(log) == 223
+    log.write_text("error: --crawl_dir: no crawl there\n")
+    with pytest.raises(SystemExit, match="crawl.log"):
+        _downloaded(log)
