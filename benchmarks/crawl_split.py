@@ -7,7 +7,8 @@ may follow), with `pipelines.crawl` under benchmarks/stagetimer.py (one line per
 stage of the in-process runner) while the crawl's process tree's CPU is sampled every 50 ms. Prints, over the
 whole crawl: the fetch stages (those holding the Fetch transforms), every other stage and the
 time between stages (building, translating, committing a round), each with its wall seconds
-and the machine's busy cores during it; the tree's CPU by process (the crawl's own, the fetch
+and the tree's busy cores during it, and of those the crawl's own process's (the stage
+timer's CPU of each stage; between stages, the rest of that process's CPU); the tree's CPU by process (the crawl's own, the fetch
 processes, page workers, MinHash helpers: each helper names itself in the OS); then the
 slowest other stages by the transforms fused into them, summed over the rounds (with
 `--all_transforms`, every transform of the stage).
@@ -111,6 +112,23 @@ def cpu_at(samples, t) -> float:
     return ca + (cb - ca) * (t - ta) / (tb - ta) if tb > ta else cb
 
 
+def stage_kind(stage) -> str:
+    return "fetch stages" if any(t.startswith("Fetch") for t in stage["transforms"]) else "other stages"
+
+
+def own_cpu(stages, process_cpu):
+    """{part: CPU seconds of the crawl's own process in it}: the stage timer's `cpu` of each
+    stage summed by kind, and "between stages" what is left of `process_cpu` (the process's
+    whole CPU); None when the stage lines carry no `cpu` (an older stage timer)."""
+    if not stages or any("cpu" not in s for s in stages):
+        return None
+    out = {"fetch stages": 0.0, "other stages": 0.0}
+    for s in stages:
+        out[stage_kind(s)] += s["cpu"]
+    out["between stages"] = max(0.0, process_cpu - out["fetch stages"] - out["other stages"])
+    return out
+
+
 def split(stages, sampler, t_start, t_end, names=4):
     """The fetch stages, the other stages and the gaps between them: seconds and cores."""
     groups = collections.defaultdict(lambda: [0.0, 0.0])    # name -> [seconds, core-seconds]
@@ -118,7 +136,7 @@ def split(stages, sampler, t_start, t_end, names=4):
     prev_end = t_start
     for s in stages:
         a, b = s["t0"], s["t0"] + s["seconds"]
-        kind = "fetch stages" if any(t.startswith("Fetch") for t in s["transforms"]) else "other stages"
+        kind = stage_kind(s)
         c = sampler.cores(a, b) * s["seconds"]
         groups[kind][0] += s["seconds"]
         groups[kind][1] += c
@@ -168,12 +186,14 @@ def main(argv=None):
     stages = [dict(s, t0=t_start + s["start"]) for s in lines]
     groups, by_t = split(stages, sampler, t_start, t_end, None if a.all_transforms else 4)
     wall = t_end - t_start
+    roles = sampler.by_role()
+    own = own_cpu(lines, roles.get(ROLES["root"], 0.0))
     print(f"crawl {wall:.1f} s wall, {sampler.cores(t_start, t_end):.2f} cores busy on average (the crawl's tree)")
-    print("| part | seconds | share of wall | cores busy |\n| --- | --- | --- | --- |")
+    print("| part | seconds | share of wall | cores busy | of them the crawl's own process |\n| --- | --- | --- | --- | --- |")
     for k in ("fetch stages", "other stages", "between stages"):
         s, c = groups[k]
-        print(f"| {k} | {s:.1f} | {100 * s / wall:.0f} % | {c / s if s else 0:.2f} |")
-    roles = sampler.by_role()
+        mine = f"{own[k] / s:.2f}" if own and s else "-"
+        print(f"| {k} | {s:.1f} | {100 * s / wall:.0f} % | {c / s if s else 0:.2f} | {mine} |")
     total = sum(roles.values()) or 1.0
     print("\n| process | CPU s | share of the tree's CPU |\n| --- | --- | --- |")
     for k, v in sorted(roles.items(), key=lambda kv: -kv[1]):

@@ -7,7 +7,8 @@ Run as a script, it imports the installed beamcrawl, not the checkout it sits in
 names the checkout to measure (as `crawl_split` and `bench_sweep` set it for `--repo`).
 
 Writes one JSON line per executed stage to OUT.jsonl: its start (seconds since this script
-started; `at`: epoch seconds), its seconds, the process's RSS after it (MB), the names of the transforms fused
+started; `at`: epoch seconds), its seconds, `cpu`: this process's CPU seconds in it (all its
+threads, not its helper processes'), the process's RSS after it (MB), the names of the transforms fused
 into it, and where glibc says so (`mallinfo2`, glibc 2.33+) its malloc heap after the stage:
 `heap_mb` (the arenas' size), `heap_free_mb` (free chunks inside them, resident until reused
 or trimmed) and `arrow_mb` (what pyarrow's pool holds). A round whose RSS grows while
@@ -55,12 +56,13 @@ def main():
     mallinfo = glibc_mallinfo()
 
     def timed(self, ctx, bundle_context_manager, *args, **kwargs):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         try:
             return original(self, ctx, bundle_context_manager, *args, **kwargs)
         finally:
             out.write(json.dumps({"start": round(start - T0, 3), "at": round(T0_EPOCH + start - T0, 3),
                                   "seconds": round(time.perf_counter() - start, 4),
+                                  "cpu": round(time.process_time() - cpu, 4),
                                   "rss_mb": round(_rss_mb(), 1), **_heap(mallinfo),
                                   "transforms": _transforms(bundle_context_manager.stage.name)}) + "\n")
             out.flush()

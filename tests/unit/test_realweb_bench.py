@@ -299,3 +299,12 @@ def test_the_packing_bench_counts_a_crawls_pages_from_its_last_round_and_names_a
     log.write_text("error: --crawl_dir: no crawl there\n")
     with pytest.raises(SystemExit, match="crawl.log"):
         _downloaded(log)
+
+
+def test_the_crawl_split_gives_the_crawls_own_process_its_cpu_per_part_from_the_stage_timer():
+    from benchmarks.crawl_split import own_cpu
+    stages = [{"transforms": ["Fetch/Fetch"], "cpu": 2.0}, {"transforms": ["S1"], "cpu": 0.5},
+              {"transforms": ["S2"], "cpu": 0.25}, {"transforms": ["Fetch/CheckScope"], "cpu": 0.1}]
+    assert own_cpu(stages, 4.0) == pytest.approx({"fetch stages": 2.1, "other stages": 0.75,
+                                                  "between stages": 1.15})
+    assert own_cpu([{"transforms": ["S1"]}], 4.0) is None   # an older stage timer's lines
