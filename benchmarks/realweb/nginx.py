@@ -113,6 +113,20 @@ class Nginx:
                 time.sleep(0.1)
         raise SystemExit("error: nginx did not start listening within 30 s")
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds of the server's processes so far (its master and
+        workers): the web's share of the machine beside the crawler's."""
+        import psutil
+        total = 0.0
+        try:
+            master = psutil.Process(self.proc.pid)
+            for p in [master] + master.children(recursive=True):
+                t = p.cpu_times()
+                total += t.user + t.system
+        except psutil.Error:
+            pass
+        return total
+
     def stop(self):
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGQUIT)   # graceful: workers flush the buffered log

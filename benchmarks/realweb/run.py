@@ -17,7 +17,8 @@ Scrapy runs from its own venv (``--scrapy_python``; make it with
 ``python3 -m venv /work/benchvenv && /work/benchvenv/bin/pip install -r
 benchmarks/requirements-bench.txt``). Each crawler gets a fresh nginx (its own access log).
 Per crawler: wall seconds, distinct pages fetched, pages/s, CPU seconds per page (user+sys of
-the crawler and every descendant it waited for), peak RSS (sum over the process tree,
+the crawler and every descendant it waited for), the web server's busy cores over the crawl
+(nginx's CPU: the rest of the machine's load, beside the crawler's cores), peak RSS (sum over the process tree,
 sampled every 0.2 s), peak PSS (the same sum of proportional set sizes: a page that forked
 processes share counted once, not once per process), coverage of the ground truth (URLs
 reachable from the seeds under robots.txt), robots violations, duplicate fetches, most requests to one host in flight at
@@ -224,13 +225,14 @@ def verify_export(a, export: Path) -> int:
 
 
 def fmt_table(rows: dict) -> str:
-    cols = ["crawler", "wall s", "pages", "pages/s", "CPU ms/page", "cores", "peak RSS MB", "peak PSS MB",
+    cols = ["crawler", "wall s", "pages", "pages/s", "CPU ms/page", "cores", "server cores", "peak RSS MB", "peak PSS MB",
             "largest process MB", "coverage",
             "robots violations", "duplicate fetches", "max conns/host"]
     out = ["| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
     for name, r in rows.items():
         out.append(f"| {name} | {r['wall']:.1f} | {r['pages']} | {r['pages_per_s']:.1f} | "
-                   f"{r['cpu_ms_per_page']:.2f} | {r['cpu'] / r['wall']:.2f} | {r['peak_rss_mb']:.0f} | "
+                   f"{r['cpu_ms_per_page']:.2f} | {r['cpu'] / r['wall']:.2f} | "
+                   f"{r['server_cpu'] / r['wall'] if 'server_cpu' in r else float('nan'):.2f} | {r['peak_rss_mb']:.0f} | "
                    f"{r.get('peak_pss_mb', 0):.0f} | {r.get('largest_rss_mb', 0):.0f} | {100 * r['coverage']:.2f} % | "
                    f"{r['robots_violations']} | {r['duplicate_fetches']} | {r['max_conns_per_host']} |")
     for name, b in rows.items():
@@ -350,8 +352,10 @@ def main(argv=None):
         env = {**os.environ, "PYTHONPATH": str(a.repo)}
         with Nginx(export, a.port, a.work / f"nginx-{name}", workers=a.nginx_workers) as ng:
             print(f"{time.strftime('%H:%M:%S')} {name}: crawling (load {os.getloadavg()[0]:.1f})", flush=True)
+            server_cpu = ng.cpu_seconds()
             m = measure(cmds, a.repo if base == "beamcrawl" else a.work, env, a.work / f"{name}.log",
                         ok_codes=(0, 8) if base == "wget2" else (0,))   # wget2: 8 = saw a 404/500
+            m["server_cpu"] = ng.cpu_seconds() - server_cpu
         res = analyse(read_access_log(ng.access_log), reachable, robots, a.port)
         if res["pages"] == 0:
             raise SystemExit(f"error: {name} fetched no page; see {a.work / (name + '.log')}")
