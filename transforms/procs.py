@@ -28,20 +28,30 @@ log = logging.getLogger(__name__)
 PRELOAD = ["transforms.page.fate", "transforms.page.preload", "transforms.fetch.hostjob"]
 
 
+# held while `__main__` is hidden: the main module is one per process, and threads start
+# helpers at once (the fork server warming in its own thread while a stage starts a fetch
+# process); without it one thread put `__file__` back while another was starting a process,
+# which then imported the main module (and ran again a script without a `__main__` guard),
+# and the second thread "restored" `__spec__` as the None it had found
+_MAIN_HIDDEN = threading.RLock()
+
+
 @contextlib.contextmanager
 def main_module_hidden():
     """While processes start: multiprocessing sees no main module to import in them (it
-    reads `__main__.__spec__` and `__main__.__file__`; both are restored after)."""
-    main = sys.modules.get("__main__")
-    saved = {k: main.__dict__[k] for k in ("__spec__", "__file__") if main is not None and k in main.__dict__}
-    try:
-        if main is not None:
-            main.__spec__ = None
-            main.__dict__.pop("__file__", None)
-        yield
-    finally:
-        if main is not None:
-            main.__dict__.update(saved)
+    reads `__main__.__spec__` and `__main__.__file__`; both are restored after). One thread
+    at a time (`_MAIN_HIDDEN`)."""
+    with _MAIN_HIDDEN:
+        main = sys.modules.get("__main__")
+        saved = {k: main.__dict__[k] for k in ("__spec__", "__file__") if main is not None and k in main.__dict__}
+        try:
+            if main is not None:
+                main.__spec__ = None
+                main.__dict__.pop("__file__", None)
+            yield
+        finally:
+            if main is not None:
+                main.__dict__.update(saved)
 
 
 # rounds of fewer URLs than this start no helper processes (their start-up would cost more

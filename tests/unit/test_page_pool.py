@@ -382,3 +382,43 @@ def test_the_sign_pool_signs_batches_begun_ahead_in_order_within_its_share_bound
             assert np.array_equal(done[0], want[0]) and np.array_equal(done[1], want[1])
     finally:
         pool.close()
+
+
+def test_the_main_module_stays_hidden_while_another_thread_starts_a_process(monkeypatch):
+    """Two threads hiding `__main__` at once (the fork server warming while a stage starts a
+    helper): the one still starting a process must not see `__file__` back because the other
+    finished, and both leave `__main__` as it was."""
+    import sys
+    import threading
+    import time
+    import types
+
+    from transforms.procs import main_module_hidden
+    main = types.ModuleType("__main__")
+    main.__file__, main.__spec__ = "/somewhere/script.py", "a spec"
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    first_in, second_started, first_out = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def first():
+        with main_module_hidden():
+            first_in.set()
+            second_started.wait(5)
+            time.sleep(0.2)    # the second thread would be inside by now, were it let in
+        first_out.set()
+
+    def second():
+        first_in.wait(5)
+        second_started.set()
+        with main_module_hidden():
+            first_out.wait(5)
+            seen["file"], seen["spec"] = main.__dict__.get("__file__"), main.__spec__
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert not any(t.is_alive() for t in threads) and first_out.is_set()
+    assert seen == {"file": None, "spec": None}
+    assert (main.__file__, main.__spec__) == ("/somewhere/script.py", "a spec")
