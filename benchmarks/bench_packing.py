@@ -2,8 +2,8 @@
 
     .venv/bin/python -m benchmarks.bench_packing --config bench50k --port 18090 --work /tmp/bp [--pairs 2]
 
-A round fetches on both cores (the fetch processes, page workers and nginx keep the machine
-busy) and then runs its post-fetch stages on about one. How much faster a crawl could be if
+A round fetches on both cores (its own process, the fetch processes and page workers keep
+the machine busy) and then runs its post-fetch stages on about one. How much faster a crawl could be if
 those stages overlapped with the next round's fetch is bounded by how much faster two whole
 crawls run side by side than one after the other: the second crawl fills the core the first
 leaves idle, at the price of their contention. This measures that bound on this machine.
