@@ -32,6 +32,7 @@ from transforms.score.modes import LocalScore, scores_per_row, uses_beam_pageran
 from transforms.score.step import BoundFrontier, ScoreByBeamPageRank, ScoreWholeFrontier
 from transforms.shard.step import OwnFrontier, RouteCandidates
 from transforms.tableio import spill
+from transforms.tableio.sideinput import CombinedValue
 from transforms.tableio.step import (
     CommitTables,
     ReadSpilled,
@@ -351,14 +352,14 @@ def build_round(p, crawl, cfg, plan, attempt, seeds=(), do_fetch=True, revisits=
     if frontier_delta:   # the delta and the fps that left are written; counts from the old view
         write(merged["removed"], "WriteFrontierRemoved", "frontier_removed", tables.REMOVED)
         counts = (_counts_after(frontier, merged, cfg.now, gen.max_depth)
-                  | "SumSchedulable" >> beam.CombineGlobally(sum_dicts))
+                  | "SumSchedulable" >> CombinedValue(sum_dicts))
         stats.append(counts | "FrontierRows" >> beam.Map(lambda c: {"frontier_rows": c.get(_ROWS, 0)}))
         pending = counts | "Pending" >> beam.Map(
             lambda c, cap: _pending({h: n for h, n in c.items() if h != _ROWS}, cap), gen.max_per_host)
     else:
         pending = (new_frontier
                    | "Schedulable" >> beam.Map(_schedulable, cfg.now, gen.max_depth)
-                   | "SumSchedulable" >> beam.CombineGlobally(sum_dicts)
+                   | "SumSchedulable" >> CombinedValue(sum_dicts)
                    | "Pending" >> beam.Map(_pending, gen.max_per_host))
     stats.append(pending)
 

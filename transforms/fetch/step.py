@@ -36,7 +36,7 @@ from transforms.fetch.politeness import HOST, UnitKeys
 from transforms.fetch.progress import ERROR_OUTCOMES, FetchProgress, ProgressReporter
 from transforms.procs import HELPERS_MIN_PAGES, resolved
 from transforms.tableio.globalwindow import in_global_window
-from transforms.tableio.sideinput import side_input_of
+from transforms.tableio.sideinput import CombinedView, accumulate
 from transforms.tableio.join import JoinTables
 from transforms.tableio.coder import HostTable
 from transforms.tableio.step import RowsToTables
@@ -335,7 +335,8 @@ class Fetch(beam.PTransform):
       results   URL-seen results of fetch-list URLs the current scope rejects (not fetched)
       filtered  their filtered bundles
       stats     counter dicts (fetch seconds)
-      planned   the fetch list's URL count (one element; none when the list is empty)
+      planned   the fetch list's URL count, as `sideinput.accumulate(..., sum)` gives it (read it
+                with `CombinedView(planned, sum)`)
     """
 
     def __init__(self, fetch_config, threads, use_sitemaps, url_filter, progress_seconds=0.0,
@@ -357,9 +358,9 @@ class Fetch(beam.PTransform):
         selected = beam.pvalue.AsList(fetch_list | "SelectedHosts" >> beam.Keys())
         host_state = hosts | "SelectedHostState" >> beam.FlatMap(host_rows, selected)
         # the progress line's "planned": the whole fetch list's URLs
-        planned_urls = (fetch_list | "PlannedUrls" >> beam.Map(lambda kv: kv[1].num_rows)
-                        | "CountPlanned" >> beam.CombineGlobally(sum).without_defaults())
-        planned = side_input_of(planned_urls, sum)
+        planned_urls = accumulate(fetch_list | "PlannedUrls" >> beam.Map(lambda kv: kv[1].num_rows),
+                                  "CountPlanned", sum)
+        planned = CombinedView(planned_urls, sum)
         if self.list_files is not None:   # only refs to the hosts' tables wait for the fetch
             urls, table_tags = fetch_list | "FetchListToFiles" >> KeyedTablesToFiles(*self.list_files), []
         else:

@@ -39,7 +39,7 @@ from transforms.page.visited import (
 )
 from transforms.procs import HELPERS_MIN_PAGES, resolved
 from transforms.tableio.globalwindow import in_global_window
-from transforms.tableio.sideinput import side_input_of
+from transforms.tableio.sideinput import CombinedView
 from transforms.tableio.step import ReadSpilled, RowsToTables
 
 
@@ -249,7 +249,7 @@ class ProcessPages(beam.PTransform):
 
     def expand(self, inputs):
         # the fetch list's URL count, if given: a big round's page workers start at once
-        planned = {} if "planned" not in inputs else {"planned": side_input_of(inputs["planned"], sum)}
+        planned = {} if "planned" not in inputs else {"planned": CombinedView(inputs["planned"], sum)}
         processed = (inputs["pages"] | "Process" >> beam.ParDo(
                          PageFates(self.config, self.processes, inflight_pages=self.inflight_pages,
                                    pickled_links=self.to_files is not None),

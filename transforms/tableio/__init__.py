@@ -11,9 +11,9 @@
   `pickled`: their element encoding, importable without Beam (a page worker encodes links);
   `tablefiles`: keyed tables in Arrow IPC files there, passed on as refs and read back one
   table at a time in any order (the fetch list until its hosts are fetched).
-- `sideinput`: `combined_side_input` (what Beam's `AsSingleton(CombineGlobally(fn))` gives,
-  without its default-injection stage) and `side_input_of`, a value combined
-  `.without_defaults()` read with its empty default;
+- `sideinput`: global combines with no stage of their own: `combined_side_input` (what
+  Beam's `AsSingleton(CombineGlobally(fn))` gives), `CombinedView` of `accumulate`d values,
+  and `CombinedValue` (what `CombineGlobally(fn)` gives), the accumulators read as a side input;
   `gather`: `GatherAll`, all elements as one list, not held as a side input as `ToList`'s;
   `globalwindow`: `in_global_window`, the element a DoFn yields from `finish_bundle`.
 """

@@ -37,6 +37,7 @@ from transforms import faults
 from transforms.tableio.files import OpenPart, _subschema, part_path, read_row_groups
 from transforms.tableio.globalwindow import in_global_window
 from transforms.tableio.layers import DeltaIndex, layer_key_groups
+from transforms.tableio.sideinput import CombinedValue
 
 
 class _ReadRowGroups(beam.DoFn):
@@ -241,11 +242,10 @@ class _ListParts(beam.DoFn):
     def __init__(self, schemas, listing, attempt):
         self.schemas, self.listing, self.attempt = dict(schemas), listing, attempt
 
-    def process(self, keyed):
+    def process(self, _, written):
         parts = {prefix: [] for prefix in self.schemas}
-        for part in keyed[1]:
-            if part is not None:
-                parts[part[0]].append(part[1])
+        for part in written:
+            parts[part[0]].append(part[1])
         listed = {}
         for prefix, paths in sorted(parts.items()):
             if not paths:
@@ -264,18 +264,18 @@ class CommitTables(beam.PTransform):
     in one step for all tables: Beam's file sink costs four stages per table, a fixed cost
     every round pays (issue #12: start-up + commit of a small round). `schemas`: {prefix:
     schema} of every table written, so a table that got no rows still gets its (empty) file;
-    `attempt` names that file, so a rerun of the round never lists an older run's."""
+    `attempt` names that file, so a rerun of the round never lists an older run's. The parts
+    come as a side input of a one-element step: it runs once every write has finished, with
+    no shuffle stage before it."""
 
     def __init__(self, schemas, listing, attempt):
         super().__init__()
         self.schemas, self.listing, self.attempt = dict(schemas), listing, attempt
 
     def expand(self, parts):
-        always = parts.pipeline | "Always" >> beam.Create([None], reshuffle=False)
-        return ((always, parts) | "AllParts" >> beam.Flatten()
-                | "OneKey" >> beam.Map(lambda part: (0, part))
-                | "Group" >> beam.GroupByKey()
-                | "List" >> beam.ParDo(_ListParts(self.schemas, self.listing, self.attempt)))
+        return (parts.pipeline | "Once" >> beam.Create([None], reshuffle=False)
+                | "List" >> beam.ParDo(_ListParts(self.schemas, self.listing, self.attempt),
+                                       beam.pvalue.AsList(parts)))
 
 
 def sum_dicts(dicts):
@@ -305,7 +305,7 @@ class WriteStats(beam.PTransform):
 
     def expand(self, stats):
         return (stats
-                | "Sum" >> beam.CombineGlobally(sum_dicts)
+                | "Sum" >> CombinedValue(sum_dicts)
                 | "Write" >> beam.ParDo(_WriteJson(self.path)))
 
 

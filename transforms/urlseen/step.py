@@ -12,7 +12,7 @@ import pyarrow as pa
 from schemas import tables
 from schemas.tables import FP_ONLY, ParquetReadError
 from transforms.tableio.files import open_parquet, read_row_groups
-from transforms.tableio.sideinput import combined_side_input, side_input_of
+from transforms.tableio.sideinput import CombinedView, accumulate, combine_fn, combined_side_input
 from transforms.tableio.step import ReadView
 from transforms.tableio.tablefiles import KeyedTablesToFiles, TableFiles, TableRef
 from transforms.urls.fpsets import FpIndex, member, sorted_union, sorted_unique
@@ -208,16 +208,17 @@ class UrlSeen(beam.PTransform):
                       lambda t: _np(t.column("dst_fp"))),
                   inputs["filtered"] | "FilteredFps" >> beam.Map(lambda t: _np(t.column("fp"))))
                  | "AskedFps" >> beam.Flatten())
-        probe_set = asked | "ProbeSet" >> beam.CombineGlobally(sorted_union).without_defaults()
-        probe = side_input_of(probe_set, sorted_union)
+        probe_set = accumulate(asked, "ProbeSet", sorted_union)   # read as one sorted array
+        probe = CombinedView(probe_set, sorted_union)
         seen_hits = (inputs["seen"]
                      | "ProbeSeen" >> beam.ParDo(_ProbeSeen(self.signatures.values()), probe)
                      | "BucketSeenHits" >> beam.FlatMap(_split_kind_fps, b))
         frontier = inputs["frontier"]
         if self.frontier_view is not None:
-            # the probe set (already one sorted array) and the results' fps
+            # the probe set (its accumulators, each already one sorted array) and the results' fps
             touching = combined_side_input(
-                (probe_set, inputs["results"] | "ResultFps" >> beam.Map(lambda t: _np(t.column("fp"))))
+                (probe_set | "ProbeArrays" >> beam.Map(combine_fn(sorted_union).extract_output),
+                 inputs["results"] | "ResultFps" >> beam.Map(lambda t: _np(t.column("fp"))))
                 | "TouchingFps" >> beam.Flatten(), "TouchSet", sorted_union)
             frontier = asked.pipeline | "FrontierHits" >> ReadView(self.frontier_view, keys=touching)
         keyed = {
