@@ -215,7 +215,7 @@ class UrlSeen(beam.PTransform):
                      | "BucketSeenHits" >> beam.FlatMap(_split_kind_fps, b))
         frontier = inputs["frontier"]
         if self.frontier_view is not None:
-            # the probe set (its accumulators, each already one sorted array) and the results' fps
+            # the probe set (each of its accumulators as one sorted array) and the results' fps
             touching = combined_side_input(
                 (probe_set | "ProbeArrays" >> beam.Map(combine_fn(sorted_union).extract_output),
                  inputs["results"] | "ResultFps" >> beam.Map(lambda t: _np(t.column("fp"))))
